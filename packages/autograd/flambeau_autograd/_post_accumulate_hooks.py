@@ -21,8 +21,9 @@ from flambeau_core import FlambeauError, Tensor
 
 from flambeau_autograd.grad_mode import enable_grad
 
-# id(tensor) -> (its AccumulateGrad node, the hooks by handle id, in registration order)
-_registry: dict[int, tuple[Any, dict[int, Callable]]] = {}
+# id(tensor) -> (its AccumulateGrad node, the hooks by handle id, in registration order, the handle of the
+# node hook that runs them: removed with the last of them, so no hook is left on the node)
+_registry: dict[int, tuple[Any, dict[int, Callable], Any]] = {}
 _handle_ids = itertools.count()
 
 
@@ -39,8 +40,9 @@ class PostAccumulateGradHookHandle:
         >>> (x * 2).sum().backward()
     """
 
-    def __init__(self, hooks: dict[int, Callable]) -> None:
+    def __init__(self, key: int, hooks: dict[int, Callable]) -> None:
         self.id = next(_handle_ids)
+        self._key = key
         self._hooks = hooks
 
     def remove(self) -> None:
@@ -53,6 +55,10 @@ class PostAccumulateGradHookHandle:
             >>> (x * 2).sum().backward()
         """
         self._hooks.pop(self.id, None)
+        entry = _registry.get(self._key)
+        if not self._hooks and entry is not None and entry[1] is self._hooks:
+            entry[2].remove()
+            del _registry[self._key]
 
     def __enter__(self) -> PostAccumulateGradHookHandle:
         return self
@@ -114,12 +120,17 @@ def register_post_accumulate_grad_hook(self: Tensor, hook: Callable[[Tensor], No
                     )
 
         node = _accumulate_grad_node(self)
-        node.register_hook(run_hooks)
-        _registry[key] = (node, hooks)
-        weakref.finalize(self, _registry.pop, key, None)
-    handle = PostAccumulateGradHookHandle(_registry[key][1])
+        _registry[key] = (node, hooks, node.register_hook(run_hooks))
+        weakref.finalize(self, _forget, key, hooks)
+    handle = PostAccumulateGradHookHandle(key, _registry[key][1])
     _registry[key][1][handle.id] = hook
     return handle
+
+
+def _forget(key: int, hooks: dict[int, Callable]) -> None:
+    # The tensor died: drop its entry, unless its id already belongs to a newer tensor's entry.
+    if key in _registry and _registry[key][1] is hooks:
+        del _registry[key]
 
 
 def install() -> None:

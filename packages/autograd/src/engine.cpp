@@ -552,6 +552,13 @@ Tensor copy_in_layout(const Tensor& grad, const Tensor& variable) {
 }
 }  // namespace
 
+Tensor cast_to_grad_dtype(Tensor grad, const Tensor& variable) {
+  const AutogradMeta* m = meta_of(variable);
+  if (m != nullptr && m->any_grad_dtype_) return grad;
+  const ScalarType want = m != nullptr && m->grad_dtype_ ? *m->grad_dtype_ : variable.dtype();
+  return grad.dtype() == want ? grad : op::cast(grad, want);
+}
+
 variable_list AccumulateGrad::apply(variable_list&& grads) {
   Tensor g = std::move(grads[0]);
   if (!g.defined()) return {};
@@ -561,7 +568,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   if (!std::ranges::equal(g.sizes(), variable.sizes()))
     throw ValueError(detail::cat_str("[AccumulateGrad] the gradient has shape ", shape_str(g.sizes()),
                                      " but the leaf has shape ", shape_str(variable.sizes())));
-  if (g.dtype() != variable.dtype()) g = op::cast(g, variable.dtype());
+  g = cast_to_grad_dtype(std::move(g), variable);  // the engine cast it already (then a no-op)
   if (!m->grad_.defined()) {
     // Steal the incoming gradient only if nobody else can see or mutate it:
     // one handle, its own storage, in the leaf's layout, and no graph to keep.
@@ -776,6 +783,10 @@ variable_list run_backward(const std::vector<Edge>& roots, variable_list grads, 
       Node* next = e.function.get();
       if (!is_target(next)) continue;
       if (any_defined && i < out.size() && out[i].defined()) {
+        // Note [Gradient dtype]: cast before the sum of several producers' gradients, as PyTorch.
+        if (next->sequence_nr() == UINT64_MAX)
+          if (auto* acc = dynamic_cast<AccumulateGrad*>(next))
+            out[i] = cast_to_grad_dtype(std::move(out[i]), acc->variable);
         auto [it, inserted] = buffers.try_emplace(next);
         if (inserted) it->second.resize(next->num_inputs());
         accumulate_into(it->second, e.input_nr, std::move(out[i]));

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -182,6 +183,13 @@ class AutogradMeta final : public AutogradMetaInterface {
   bool retains_grad_ = false;
   /// Hooks of a leaf, run by its AccumulateGrad before accumulating.
   std::vector<std::shared_ptr<FunctionPreHook>> leaf_hooks_;
+  // Note [Gradient dtype]: Tensor.grad_dtype of a leaf, PyTorch's: unset (nullopt, any_grad_dtype_ false),
+  // gradients are cast to the leaf's own dtype; set to a dtype, they are cast to that one; set to None
+  // (any_grad_dtype_), they keep theirs. The engine casts each gradient on its way into the leaf (before
+  // gradients from several producers are summed, and before the leaf's hooks see it), for backward and
+  // autograd.grad alike; `.grad = g` must have that dtype.
+  std::optional<ScalarType> grad_dtype_;
+  bool any_grad_dtype_ = false;
   // Note [In-place on views]: set for a view recorded by a view op.
   Tensor view_base_;           // the tensor at the root of the view chain
   uint64_t view_version_ = 0;  // the storage's version when grad_fn_ was last right
@@ -199,6 +207,9 @@ inline AutogradMeta* meta_of(const Tensor& t) {
 inline AutogradMeta* ensure_meta(const Tensor& t) {
   return static_cast<AutogradMeta*>(t.impl()->ensure_autograd_meta());
 }
+
+/// A gradient arriving at leaf `variable`, cast to its gradient dtype (Note [Gradient dtype]).
+Tensor cast_to_grad_dtype(Tensor grad, const Tensor& variable);
 
 /// Accumulates into a leaf's `.grad` (Note [Engine ordering]: runs first among ready nodes).
 class AccumulateGrad final : public Node {

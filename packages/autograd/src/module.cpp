@@ -41,8 +41,12 @@ struct HookHandle {
 void check_grad_assignable(const Tensor& t, const Tensor& g) {
   FB_CHECK_VALUE(std::ranges::equal(t.sizes(), g.sizes()), "[grad] assigned grad has shape ",
                  shape_str(g.sizes()), " but the tensor has shape ", shape_str(t.sizes()));
-  FB_CHECK_TYPE(g.dtype() == t.dtype(), "[grad] assigned grad has dtype ", dtype_name(g.dtype()),
-                " but the tensor has dtype ", dtype_name(t.dtype()));
+  const AutogradMeta* m = meta_of(t);
+  const ScalarType want = m != nullptr && m->grad_dtype_ ? *m->grad_dtype_ : t.dtype();
+  // PyTorch raises RuntimeError here (not TypeError).
+  FB_CHECK((m != nullptr && m->any_grad_dtype_) || g.dtype() == want, "[grad] assigned grad has dtype ",
+           dtype_name(g.dtype()), " but the tensor's grad_dtype is ", dtype_name(want),
+           " (its dtype unless grad_dtype was set; grad_dtype = None allows any dtype)");
   FB_CHECK(g.device() == t.device(), "[grad] assigned grad is on ", g.device().str(),
            " but the tensor is on ", t.device().str());
 }
@@ -214,6 +218,48 @@ void init_tensor_methods(py::module_& m) {
            ensure_meta(t)->grad_ = gt;
          },
          "The gradient accumulated by backward() (None until then). Assignable.")
+      .def_property(
+          "grad_dtype",
+          [](const Tensor& t) -> py::object {
+            const AutogradMeta* m = meta_of(t);
+            FB_CHECK(m == nullptr || !m->grad_fn_,
+                     "[grad_dtype] can only be accessed on leaf tensors (this one was made by ",
+                     m ? m->grad_fn_->name() : "", ")");
+            if (m != nullptr && m->any_grad_dtype_) return py::none();
+            return py::cast(m != nullptr && m->grad_dtype_ ? *m->grad_dtype_ : t.dtype());
+          },
+          [](const Tensor& t, py::handle value) {
+            FB_CHECK(!meta_of(t) || !meta_of(t)->grad_fn_,
+                     "[grad_dtype] can only be set on leaf tensors (this one was made by ",
+                     meta_of(t) ? meta_of(t)->grad_fn_->name() : "", ")");
+            FB_CHECK(value.is_none() || py::isinstance<ScalarType>(value),
+                     "[grad_dtype] grad_dtype must be a dtype or None, but got ",
+                     std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+            AutogradMeta* m = ensure_meta(t);
+            if (value.is_none()) {
+              m->grad_dtype_.reset();
+              m->any_grad_dtype_ = true;
+              return;
+            }
+            const auto dtype = value.cast<ScalarType>();
+            FB_CHECK(!m->grad_.defined() || m->grad_.dtype() == dtype,
+                     "[grad_dtype] cannot set grad_dtype to ", dtype_name(dtype),
+                     " because there is already a gradient with dtype ", dtype_name(m->grad_.dtype()),
+                     ": clear it first (.grad = None), or set the gradient's dtype");
+            m->grad_dtype_ = dtype;
+            m->any_grad_dtype_ = false;
+          },
+          "The dtype backward gives this leaf's .grad (Note [Gradient dtype]): the tensor's dtype unless set; "
+          "set to a dtype, the engine casts each incoming gradient to it; set to None, gradients keep their "
+          "dtype. Leaves only. `.grad = g` must match it.\n"
+          "\n"
+          ">>> w = flambeau_core.ones(2, dtype=flambeau_core.bfloat16, requires_grad=True)\n"
+          ">>> str(w.grad_dtype)\n"
+          "'flambeau.bfloat16'\n"
+          ">>> w.grad_dtype = flambeau_core.float32\n"
+          ">>> (w * 3).sum().backward()\n"
+          ">>> str(w.grad.dtype), w.grad.tolist()\n"
+          "('flambeau.float32', [3.0, 3.0])")
       .def_property_readonly(
           "grad_fn",
           [](const Tensor& t) { return node_or_none(meta_of(t) ? meta_of(t)->grad_fn_ : nullptr); },
@@ -393,9 +439,13 @@ PYBIND11_MODULE(_C, m) {
       [](const flambeau::Tensor& t) {
         AutogradMeta* meta = meta_of(t);
         if (meta == nullptr) return false;
-        if (!meta->leaf_hooks_.empty()) return true;
+        // A removed hook stays in its list, flagged (the engine skips it), so count the live ones.
+        const auto live = [](const auto& hook) { return !hook->removed; };
+        if (std::ranges::any_of(meta->leaf_hooks_, live)) return true;
         const std::shared_ptr<Node> acc = meta->grad_accumulator_.lock();
-        return acc != nullptr && (!acc->pre_hooks().empty() || !acc->post_hooks().empty());
+        return acc != nullptr &&
+               (std::ranges::any_of(acc->pre_hooks(), [&](const auto& p) { return live(p.second); }) ||
+                std::ranges::any_of(acc->post_hooks(), live));
       },
       py::arg("tensor"),
       "True if backward would run a hook of this leaf: a tensor hook or one on its AccumulateGrad node "

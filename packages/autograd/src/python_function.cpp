@@ -121,7 +121,9 @@ class PyNode final : public Node {
                        shape_str(g.sizes()), " but expected a shape compatible with ", shape_str(m.sizes));
         g = sum_to(g, m.sizes);
       }
-      if (g.dtype() != m.dtype) g = op::cast(g, m.dtype);
+      // A leaf's gradient is cast by the engine, to its grad_dtype (Note [Gradient dtype]).
+      if (g.dtype() != m.dtype && !dynamic_cast<AccumulateGrad*>(next_edges_[i].function.get()))
+        g = op::cast(g, m.dtype);
       out[i] = std::move(g);
     }
     return out;

@@ -276,7 +276,7 @@ def test_grad_setter_validates():
     assert a.grad.tolist() == [5.0, 6.0]
     with pytest.raises(RuntimeError, match="shape"):
         a.grad = fb_tensor([1.0])
-    with pytest.raises(TypeError, match="dtype"):
+    with pytest.raises(RuntimeError, match="dtype"):  # RuntimeError, as torch's
         a.grad = fc.tensor([1.0, 2.0], dtype=fc.float32)
     a.grad = None
     assert a.grad is None
