@@ -48,9 +48,10 @@ void amx_release();
 /// The float32 sums of 16 * MR rows x 32 * NP outputs on AMX (MR * NP <= 2): over `steps` steps of
 /// kc pairs (amx_configure(kc)), row r's pairs of step k at a + r * lda + as[k], the pair rows at
 /// b + bs[k] + p * ldb (uint16 units; the second panel of 32 outputs 64 further). The sums start from
-/// `init` (float32 [16 * MR][32]: the bias) and are stored to c, [16 * MR * NP][32] (the second panel
-/// as rows 16-31). Prefetch (NP == 1, the steps' pair rows following each other, ldb = 64: the GEMM's
-/// panels): each step first asks for the next step's rows of both operands in L1.
+/// `init` (float32 [16 * MR][32]: the bias; null: zeros, tiles zeroed without a load) and are stored to
+/// c, [16 * MR * NP][32] (the second panel as rows 16-31). Prefetch (NP == 1, the steps' pair rows
+/// following each other, ldb = 64: the GEMM's panels): each step first asks for the next step's rows of
+/// both operands in L1.
 template <int MR, int NP = 1, bool Prefetch = false>
 FB_AMX_TARGET void amx_panel(int64_t steps, const int64_t* as, const int64_t* bs, const uint16_t* a,
                              int64_t lda, const uint16_t* b, int64_t ldb, const float* init, float* c) {
@@ -58,11 +59,20 @@ FB_AMX_TARGET void amx_panel(int64_t steps, const int64_t* as, const int64_t* bs
   // GCC 12's tile intrinsics are asm statements that name no memory: the barriers keep the writes of
   // init before the loads, and the reads of c after the stores.
   __asm__ volatile("" ::: "memory");
-  _tile_loadd(0, init, 128);
-  _tile_loadd(1, init + 16, 128);
-  if constexpr (MR == 2 || NP == 2) {
-    _tile_loadd(2, init + (MR == 2 ? 512 : 0), 128);
-    _tile_loadd(3, init + (MR == 2 ? 528 : 16), 128);
+  if (init) {
+    _tile_loadd(0, init, 128);
+    _tile_loadd(1, init + 16, 128);
+    if constexpr (MR == 2 || NP == 2) {
+      _tile_loadd(2, init + (MR == 2 ? 512 : 0), 128);
+      _tile_loadd(3, init + (MR == 2 ? 528 : 16), 128);
+    }
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    if constexpr (MR == 2 || NP == 2) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
   }
   for (int64_t k = 0; k < steps; ++k) {
     const uint16_t* bt = b + bs[k];

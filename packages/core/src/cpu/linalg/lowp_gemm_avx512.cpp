@@ -91,16 +91,19 @@ FB_AMX_TARGET void bf16_amx_tiles(int64_t r0, int64_t r1, int64_t p0, int64_t p1
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t col = p * kPanel;
       const __mmask16 m[2] = {lanes(n - col), lanes(n - col - 16)};
-      for (int64_t r = 0; r < 2 * 16; ++r)
-        for (int64_t j = 0; j < kPanel; ++j) init[r * kPanel + j] = bias ? bias[col + j] : 0.0f;
+      // Without a bias the tiles start from zero (no loads).
+      if (bias)
+        for (int64_t r = 0; r < 2 * 16; ++r)
+          for (int64_t j = 0; j < kPanel; ++j) init[r * kPanel + j] = bias[col + j];
+      const float* from = bias ? init : nullptr;
       const uint16_t* panel = bp + p * kp * 2 * kPanel;
       int64_t r = r0;
       for (; r + 32 <= r_amx; r += 32) {
-        amx_panel<2, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+        amx_panel<2, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, from, sums);
         amx_round_rows(sums, 32, c + r * ldc + col, ldc, m);
       }
       if (r < r_amx) {
-        amx_panel<1, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+        amx_panel<1, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, from, sums);
         amx_round_rows(sums, 16, c + r * ldc + col, ldc, m);
       }
     }
@@ -121,7 +124,6 @@ FB_AMX_TARGET void bf16_amx_tiles_t(int64_t r0, int64_t r1, int64_t p0, int64_t 
   for (int64_t s = 0; s < steps; ++s) as[s] = 2 * kc * s, bs[s] = 2 * kPanel * kc * s;
   alignas(64) float init[2 * 16 * kPanel], sums[2 * 16 * kPanel];
   alignas(64) uint32_t block[16 * 16];
-  if (!bias) std::fill(init, init + 2 * 16 * kPanel, 0.0f);
   amx_configure(kc);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t col = p * kPanel, cols = std::min<int64_t>(kPanel, n - col);
@@ -135,9 +137,11 @@ FB_AMX_TARGET void bf16_amx_tiles_t(int64_t r0, int64_t r1, int64_t p0, int64_t 
           _mm512_store_ps(init + i * kPanel + 16, v);
         }
       if (mr == 32)
-        amx_panel<2, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+        amx_panel<2, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel,
+                              bias ? init : nullptr, sums);
       else
-        amx_panel<1, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+        amx_panel<1, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel,
+                              bias ? init : nullptr, sums);
       // Block (rb, cb): sums rows rb * 16.. (columns of C) by columns cb * 16.. (rows of C).
       for (int64_t rb = 0; rb < mr / 16; ++rb)
         for (int64_t cb = 0; cb * 16 < cols; ++cb) {
