@@ -291,3 +291,27 @@ def test_all_option_combinations_small():
                 torch.from_numpy(x), torch.from_numpy(wt), torch.from_numpy(b), s, p, op, g, d
             )
             check(fc.conv_transpose2d(fct(x), fct(wt), fct(b), s, p, op, g, d), expected_t, "float64")
+
+
+@pytest.mark.parametrize("dtype", list(DT))
+@pytest.mark.parametrize("mult", [1, 2])
+def test_depthwise_3x3_gradients_match_torch(mult, dtype):
+    """The depthwise direct loops' input gradient (a transposed convolution, strides 1 and 2 gathered from
+    the spread plane) and weight gradient (stride 1 in one pass per plane) for every stride, padding and
+    dilation of a 3x3 kernel, on planes of odd and even sizes."""
+    fdt, _, ndt = DT[dtype]
+    r = rng_for("depthwise3x3", mult, dtype)
+    c = 3
+    for s, p, d, (h, w) in itertools.product([1, 2], [0, 1, 2], [1, 2], [(9, 7), (8, 17)]):
+        x = torch.from_numpy(r.standard_normal((2, c, h, w)).astype(ndt)).requires_grad_()
+        wt = torch.from_numpy(r.standard_normal((c * mult, 1, 3, 3)).astype(ndt)).requires_grad_()
+        y = torch.nn.functional.conv2d(x, wt, None, s, p, d, c)
+        gy = torch.from_numpy(r.standard_normal(tuple(y.shape)).astype(ndt))
+        gx, gw = torch.autograd.grad(y, (x, wt), gy)
+        g = fct(gy.numpy())
+        op = [(h + 2 * p - d * 2 - 1) % s, (w + 2 * p - d * 2 - 1) % s]  # the rows and columns no window reached
+        check(fc.conv_transpose2d(g, fct(wt.detach().numpy()), None, s, p, op, c, d), gx, dtype)
+        got = fc._C._convolution_backward_weight(g, fct(x.detach().numpy()), [c * mult, 1, 3, 3], [s, s], [p, p],
+                                                 [d, d], False, [0, 0], c)  # fmt: skip
+        assert got.dtype == fdt
+        check(got, gw, dtype)
