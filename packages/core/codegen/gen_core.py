@@ -280,6 +280,9 @@ REFLECTED = {
     "__rlshift__",
     "__rrshift__",
 }
+# Reflected operators PyTorch calls with the tensor first (`0.7 * x` is torch's mul(x, 0.7)): the order
+# matters to Note [16-bit op and a number], where a number first operand is rounded to the tensor's dtype.
+TENSOR_FIRST_REFLECTED = {"__rmul__"}
 UNARY_OPERATORS = {"__neg__", "__abs__", "__invert__", "__pos__"}
 
 
@@ -532,7 +535,8 @@ def operator_function(cname: str, dunder: str, op: OpDecl, ops_by_name: dict[str
     reported = (
         ops_by_name[op.name + "_"].py_name if dunder.startswith("__i") and op.name + "_" in ops_by_name else op.py_name
     )
-    reflected = str(dunder in REFLECTED).lower()
+    swapped = dunder in REFLECTED and dunder not in TENSOR_FIRST_REFLECTED
+    reflected = str(swapped).lower()
     out.append(
         f'  if (op_recorder_on()) [[unlikely]] return record_binary("{reported}", &{cname}, self, other, {reflected});'
     )
@@ -552,7 +556,7 @@ def operator_function(cname: str, dunder: str, op: OpDecl, ops_by_name: dict[str
         out.append("  Py_INCREF(self);")
         out.append("  return self;")
     else:
-        first, second = ("b", "a") if dunder in REFLECTED else ("a", "b")
+        first, second = ("b", "a") if swapped else ("a", "b")
         out.append("  Tensor result;")
         out.append("  {")
         out.append("    py::gil_scoped_release no_gil;")

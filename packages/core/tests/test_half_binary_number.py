@@ -162,3 +162,19 @@ for dtype in ("float16", "bfloat16"):
 print(fc._C._cpu_capability())
 """
     run_with_capability(cap, script)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["mul", "multiply", "add", "sub", "subtract", "div", "true_divide"])
+def test_function_form_with_the_number_first(dtype, name):
+    # torch.mul(0.7, x) rounds 0.7 to x's dtype first (the number is the first operand, which torch's kernels
+    # never read in float32), unlike x * 0.7 and 0.7 * x (torch's __rmul__ is mul(x, 0.7)).
+    t = every_value(dtype)
+    x = ours(t)
+    for s in NUMBERS:
+        assert_bits(getattr(fc, name)(s, x), getattr(torch, name)(s, t))
+        assert_bits(getattr(fc, name)(x, s), getattr(torch, name)(t, s))
+    if name == "mul":
+        bf = torch.tensor(0.7).to(getattr(torch, dtype)).item()
+        assert_bits(fc.mul(0.7, x), t * bf)  # what torch's rounding means
+        assert_bits(0.7 * x, t * 0.7)

@@ -65,9 +65,9 @@ void sub_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
 // as PyTorch's kernels (opmath_t: they take iter.original_scalar_value<float>(2) and drop the operand): each
 // element is widened, multiplied or divided in float32 and rounded once (half_scalar_loop, one pass), so
 // x / 257 on bfloat16 divides by 257, not by bfloat16(257) = 256. torch's add and sub have no such case:
-// x + 0.7 adds bfloat16(0.7) (the iterator's cast), and so do they here. Python's `257 * x` is mul(257, x)
-// here (reflected operators swap the operands) and torch's mul(x, 257): a wrapped number a is read so
-// too; a 0-dim tensor as first operand is rounded first, as torch.
+// x + 0.7 adds bfloat16(0.7) (the iterator's cast), and so do they here. Only a second operand is read
+// so: a number or 0-dim tensor first, mul(0.7, x), is rounded to x's dtype first, as torch's function form
+// (torch.mul(0.7, x) multiplies by bfloat16(0.7)); Python's `0.7 * x` is mul(x, 0.7), as torch's __rmul__.
 bool binary_number_out(const char* op, VecOp vop, const Tensor& out, const Tensor& x, const Tensor& number) {
   const ScalarType t = out.dtype();
   if ((t != ScalarType::Float16 && t != ScalarType::BFloat16) || number.dim() != 0 || x.dim() == 0 ||
@@ -81,8 +81,7 @@ bool binary_number_out(const char* op, VecOp vop, const Tensor& out, const Tenso
 }
 
 void mul_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
-  const bool swap = a.impl()->is_wrapped_number() && b.dim() != 0;
-  if (binary_number_out("mul", kVecMul, out, swap ? b : a, swap ? a : b)) return;
+  if (binary_number_out("mul", kVecMul, out, a, b)) return;
   binary_out("mul", out, a, b, kVecMul, kMulInts, 0);
 }
 void div_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
