@@ -7,7 +7,7 @@ flambeau-alloc's ``CachingAllocator``), and the CUDA kernels. Afterwards
 ``flambeau_core.cuda`` (``fb.cuda``) is live: ``is_available()``,
 ``device_count()``, streams, events, the memory functions
 (``memory_allocated``, ``memory_stats``, ``memory_snapshot``,
-``empty_cache``, ...), ``get_device_name`` and ``manual_seed``.
+``empty_cache``, ...), ``mem_get_info``, ``get_device_name`` and ``manual_seed``.
 
 Without a driver or a GPU the import still succeeds: ``is_available()`` is
 False, ``device_count()`` is 0 and creating a CUDA tensor raises "no CUDA GPU
@@ -101,6 +101,13 @@ def _memory_functions(device_allocators: list[Any], pinned: Any) -> dict[str, An
             flambeau_core._C._require_device("cuda")
         return _C._get_device_name(_module()._index(device))
 
+    def mem_get_info(device: Any = None) -> tuple[int, int]:
+        """(free, total) bytes of a GPU as the driver counts them (cudaMemGetInfo), as torch.cuda.mem_get_info:
+        free excludes what this process's caching allocator holds too."""
+        if not device_allocators:
+            flambeau_core._C._require_device("cuda")
+        return _C._mem_get_info(_module()._index(device))
+
     def manual_seed(seed: int) -> None:
         """Seeds the generator of the current CUDA device (lazily, as torch: a no-op without a GPU)."""
         if device_allocators:
@@ -123,6 +130,7 @@ def _memory_functions(device_allocators: list[Any], pinned: Any) -> dict[str, An
     funcs["manual_seed"] = manual_seed
     funcs["manual_seed_all"] = manual_seed_all
     funcs["initial_seed"] = initial_seed
+    funcs["mem_get_info"] = mem_get_info
     funcs["empty_host_cache"] = pinned.empty_cache
     return funcs
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "advanced_index.h"
@@ -73,6 +74,17 @@ PYBIND11_MODULE(_C, m) {
         return std::string(prop.name);
       },
       py::arg("index"));
+  m.def(
+      "_mem_get_info",
+      [](int index) {
+        checked_device(index, "mem_get_info");
+        const flambeau::cuda::CudaDeviceSetter on(index);  // cudaMemGetInfo answers for the current device
+        size_t free = 0;
+        size_t total = 0;
+        FBC_CHECK("cudaMemGetInfo", cudaMemGetInfo(&free, &total));
+        return std::make_pair(free, total);
+      },
+      py::arg("index"), "(free, total) bytes of GPU `index` as the driver counts them (cudaMemGetInfo).");
   m.def(
       "_manual_seed",
       [](int index, uint64_t seed) { flambeau::cuda::backend()->generator(index).manual_seed(seed); },

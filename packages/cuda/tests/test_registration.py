@@ -58,6 +58,11 @@ def test_no_gpu_memory_functions():
     fc.cuda.manual_seed_all(0)
     with pytest.raises(RuntimeError, match="no CUDA GPU is available"):
         fc.cuda.get_device_name()
+    for device in (None, 0, "cuda:0"):  # torch built with CUDA raises RuntimeError too (no driver, no device)
+        with pytest.raises(RuntimeError, match="no CUDA GPU is available"):
+            fc.cuda.mem_get_info(device)
+    with pytest.raises(ValueError, match=r"\[mem_get_info\] invalid CUDA device index 0 \(0 devices\)"):
+        _C._mem_get_info(0)
     with pytest.raises(RuntimeError, match="no CUDA GPU is available"):
         fc.cuda.current_stream()
     with pytest.raises(RuntimeError, match="no CUDA GPU is available"):
@@ -67,7 +72,7 @@ def test_no_gpu_memory_functions():
 def test_memory_functions_are_registered():
     names = (
         "memory_allocated max_memory_allocated memory_reserved max_memory_reserved memory_stats "
-        "memory_snapshot empty_cache get_device_name manual_seed"
+        "memory_snapshot empty_cache get_device_name manual_seed mem_get_info"
     ).split()
     for name in names:
         assert callable(getattr(fc.cuda, name))
