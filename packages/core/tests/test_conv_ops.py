@@ -296,9 +296,9 @@ def test_all_option_combinations_small():
 @pytest.mark.parametrize("dtype", list(DT))
 @pytest.mark.parametrize("mult", [1, 2])
 def test_depthwise_3x3_gradients_match_torch(mult, dtype):
-    """The depthwise direct loops' input gradient (a transposed convolution, strides 1 and 2 gathered from
-    the spread plane) and weight gradient (stride 1 in one pass per plane) for every stride, padding and
-    dilation of a 3x3 kernel, on planes of odd and even sizes."""
+    """The depthwise direct loops of a 3x3 kernel (stride 2 on the padded plane's four phases), their input
+    gradient (a transposed convolution, gathered from the spread small plane) and weight gradient (one pass
+    per plane) for every stride, padding and dilation, on planes of odd and even sizes."""
     fdt, _, ndt = DT[dtype]
     r = rng_for("depthwise3x3", mult, dtype)
     c = 3
@@ -308,6 +308,7 @@ def test_depthwise_3x3_gradients_match_torch(mult, dtype):
         y = torch.nn.functional.conv2d(x, wt, None, s, p, d, c)
         gy = torch.from_numpy(r.standard_normal(tuple(y.shape)).astype(ndt))
         gx, gw = torch.autograd.grad(y, (x, wt), gy)
+        check(fc.conv2d(fct(x.detach().numpy()), fct(wt.detach().numpy()), None, s, p, d, c), y.detach(), dtype)
         g = fct(gy.numpy())
         op = [(h + 2 * p - d * 2 - 1) % s, (w + 2 * p - d * 2 - 1) % s]  # the rows and columns no window reached
         check(fc.conv_transpose2d(g, fct(wt.detach().numpy()), None, s, p, op, c, d), gx, dtype)

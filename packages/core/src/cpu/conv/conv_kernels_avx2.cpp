@@ -2,6 +2,7 @@
 // (Note [CPU capabilities] in dispatch_stub.h).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "conv_kernels.h"

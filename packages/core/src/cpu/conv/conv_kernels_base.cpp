@@ -1,6 +1,7 @@
 // The convolution loops of conv_kernels.inc for any x86-64 (or other) CPU.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "conv_kernels.h"
