@@ -258,7 +258,7 @@ FAMILIES = {
     "norm_table_stub": ("base", "avx2", "avx512"),
     "half_convert_stub": ("base", "avx2", "avx512"),
     "foreach_table_stub": ("base", "avx2"),
-    "rnn_kernels_stub": ("base", "avx2"),
+    "rnn_kernels_stub": ("base", "avx2", "avx512"),
     "conv_loops_stub": ("base", "avx2"),
     "conv_direct_stub": ("avx512",),
     "own_sgemm_stub": ("avx512",),

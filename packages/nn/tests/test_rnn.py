@@ -99,6 +99,29 @@ def test_layer_matches_torch(kind, dtype, num_layers, bidirectional, batch_first
     _compare_grads(ours, theirs, pairs, tol)
 
 
+# The cell kernels run a row's hidden units in vectors of 16 (AVX-512) or 8 floats: sizes below, at and
+# past those widths (masked tails), inputs large enough to saturate the sigmoids and tanhs, and a batch
+# that the time loop splits across two threads.
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN_tanh", "RNN_relu"])
+@pytest.mark.parametrize("hidden", [7, 15, 16, 17, 33])
+@pytest.mark.parametrize("scale", [1.0, 8.0])
+def test_hidden_sizes_across_vector_widths_match_torch(kind, hidden, scale):
+    old = fc.get_num_threads()
+    fc.set_num_threads(2)
+    try:
+        ours, theirs = _make(kind, 5, hidden, torch.float32, num_layers=2)
+        x = scale * torch.randn(6, 9, 5)
+        xo, xt = _leaf(x)
+        yo, yt = ours(xo)[0], theirs(xt)[0]
+        assert_close(yo, yt, **TOL[torch.float32])
+        g = torch.randn(yt.shape)
+        (yo * from_torch(g)).sum().backward()
+        (yt * g).sum().backward()
+        _compare_grads(ours, theirs, [(xo, xt)], TOL[torch.float32])
+    finally:
+        fc.set_num_threads(old)
+
+
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN_tanh"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_only_output_or_only_state_used(kind, dtype):

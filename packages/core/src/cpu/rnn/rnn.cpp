@@ -49,7 +49,6 @@
 namespace flambeau::cpu {
 FB_DEFINE_DISPATCH(rnn_kernels_stub);
 FB_REGISTER_DISPATCH(rnn_kernels_stub, base, (&table_of<RnnKernelTable, fill_rnn_kernels_base>));
-FB_REGISTER_NO_DISPATCH(rnn_kernels_stub, avx512);
 }  // namespace flambeau::cpu
 
 namespace flambeau {

@@ -44,8 +44,8 @@ struct RnnKernelTable {
 
 void fill_rnn_kernels_base(RnnKernelTable& t);
 void fill_rnn_kernels_avx2(RnnKernelTable& t);
+void fill_rnn_kernels_avx512(RnnKernelTable& t);
 
-/// AVX-512 CPUs run the AVX2+FMA kernels (rnn.cpp registers none of their own).
 FB_DECLARE_DISPATCH(const RnnKernelTable& (*)(), rnn_kernels_stub);
 
 }  // namespace flambeau::cpu
