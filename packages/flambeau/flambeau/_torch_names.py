@@ -1,9 +1,10 @@
 """Top-level torch names and Tensor methods a PyTorch program calls that no flambeau package spells itself:
-the single-step recurrent cells (``torch.lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``,
-one step of flambeau-nn's recurrent layer), ``norm_except_dim`` (weight normalization's norm),
-``orgqr`` (an alias, as torch's), the build queries (``compiled_with_cxx11_abi``, ``is_vulkan_available``,
-``is_distributed``), and the functions torch removed (``solve``, ``eig``, ``lstsq``, ``symeig``,
-``Tensor.reinforce``), which raise torch's RuntimeError with its migration advice.
+the recurrent functions over given weights (``torch.lstm``, ``gru``, ``rnn_tanh``, ``rnn_relu``: flambeau-nn's
+recurrent layer; the single steps ``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``),
+``norm_except_dim`` (weight normalization's norm), ``orgqr`` (an alias, as torch's), the build queries
+(``compiled_with_cxx11_abi``, ``is_vulkan_available``, ``is_distributed``), and the functions torch removed
+(``solve``, ``eig``, ``lstsq``, ``symeig``, ``Tensor.reinforce``), which raise torch's RuntimeError with its
+migration advice.
 
 Example:
     >>> import flambeau as fb
@@ -24,14 +25,18 @@ from flambeau_core import FlambeauError, Tensor
 __all__ = [
     "compiled_with_cxx11_abi",
     "eig",
+    "gru",
     "gru_cell",
     "is_distributed",
     "is_vulkan_available",
+    "lstm",
     "lstm_cell",
     "lstsq",
     "norm_except_dim",
     "orgqr",
+    "rnn_relu",
     "rnn_relu_cell",
+    "rnn_tanh",
     "rnn_tanh_cell",
     "solve",
     "symeig",
@@ -149,6 +154,127 @@ def rnn_relu_cell(
         [[0.0, 0.0]]
     """
     return _cell("RNN_RELU", input, [hx], w_ih, w_hh, b_ih, b_hh)[0]
+
+
+# ---- whole recurrent layers over given weights ----
+
+
+class _GivenWeights(_rnn.RNNBase):
+    """flambeau-nn's recurrent layer over weights the caller gives (torch.lstm's ``params``: w_ih, w_hh[, b_ih,
+    b_hh] per layer and direction) instead of parameters of its own; its forward is the module's."""
+
+    def __init__(self, mode: str, params: Any, has_biases: bool, layers: int, dropout: float, train: bool) -> None:
+        _rnn.Module.__init__(self)
+        self.mode, self.bias, self.num_layers, self.dropout, self.training = mode, has_biases, layers, dropout, train
+        self._given = list(params)
+
+    def setup(self, bidirectional: bool, batch_first: bool) -> None:
+        per, directions = (4 if self.bias else 2), (2 if bidirectional else 1)
+        expected = per * directions * self.num_layers
+        if len(self._given) != expected or not all(isinstance(w, Tensor) for w in self._given):
+            raise FlambeauError(
+                f"[{self._name()}] expected {expected} weight tensors (w_ih, w_hh{', b_ih, b_hh' if self.bias else ''}"
+                f" for each of {self.num_layers} layers and {directions} directions), got {len(self._given)}"
+            )
+        self.bidirectional, self.batch_first, self.proj_size = bidirectional, batch_first, 0
+        self.input_size, self.hidden_size = self._given[0].shape[1], self._given[1].shape[1]
+
+    @property
+    def _flat_weights(self) -> list[Tensor]:
+        return self._given
+
+    def _name(self) -> str:
+        return self.mode.lower()
+
+
+def _run_layers(mode: str, input: Tensor, args: tuple) -> Any:
+    """torch.lstm / gru / rnn_tanh / rnn_relu. Two forms of 9 arguments: padded (input, hx, params, has_biases,
+    num_layers, dropout, train, bidirectional, batch_first), or packed (data, batch_sizes, hx, params,
+    has_biases, num_layers, dropout, train, bidirectional), told apart as torch does by the argument types
+    (params, a list, comes one place later). Returns (output, h_n[, c_n]); a packed output is its data."""
+    if len(args) != 8:
+        raise TypeError(f"{mode.lower()}() takes 9 arguments, got {len(args) + 1}")
+    packed = isinstance(args[2], (list, tuple))
+    if packed:
+        batch_sizes, hx, params, has_biases, layers, dropout, train, bidirectional = args
+        x: Any = _rnn.PackedSequence(input, batch_sizes, None, None)
+        batch_first = False
+    else:
+        hx, params, has_biases, layers, dropout, train, bidirectional, batch_first = args
+        x = input
+    rnn = _GivenWeights(mode, params, bool(has_biases), int(layers), float(dropout), bool(train))
+    rnn.setup(bool(bidirectional), bool(batch_first))
+    is_lstm = mode == "LSTM"
+    output, state = rnn(x, tuple(hx) if is_lstm else hx)
+    output = output.data if packed else output
+    return (output, *state) if is_lstm else (output, state)
+
+
+def lstm(input: Tensor, *args: Any) -> tuple[Tensor, Tensor, Tensor]:
+    """lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    lstm(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+    A whole (multi-layer, maybe bidirectional) LSTM over given weights, what ``nn.LSTM`` runs: ``hx`` is
+    ``[h_0, c_0]``, ``params`` the flat list ``w_ih, w_hh[, b_ih, b_hh]`` per layer and direction; returns
+    ``(output, h_n, c_n)`` (the packed form takes and gives a PackedSequence's data and batch sizes).
+
+    Example:
+        >>> import flambeau as fb
+        >>> h = [fb.zeros(1, 3, 6), fb.zeros(1, 3, 6)]
+        >>> w = [fb.randn(24, 4), fb.randn(24, 6)]
+        >>> out, hn, cn = fb.lstm(fb.randn(5, 3, 4), h, w, False, 1, 0.0, False, False, False)
+        >>> tuple(out.shape), tuple(hn.shape)
+        ((5, 3, 6), (1, 3, 6))
+    """
+    return _run_layers("LSTM", input, args)
+
+
+def gru(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]:
+    """gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    gru(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+    A whole GRU over given weights (``nn.GRU``'s computation); returns ``(output, h_n)``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> w = [fb.randn(18, 4), fb.randn(18, 6)]
+        >>> out, hn = fb.gru(fb.randn(5, 3, 4), fb.zeros(1, 3, 6), w, False, 1, 0.0, False, False, False)
+        >>> tuple(out.shape), tuple(hn.shape)
+        ((5, 3, 6), (1, 3, 6))
+    """
+    return _run_layers("GRU", input, args)
+
+
+def rnn_tanh(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]:
+    """rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    rnn_tanh(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+    A whole Elman RNN with tanh over given weights (``nn.RNN``'s computation); returns ``(output, h_n)``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> w = [fb.randn(6, 4), fb.randn(6, 6)]
+        >>> out, hn = fb.rnn_tanh(fb.randn(5, 3, 4), fb.zeros(1, 3, 6), w, False, 1, 0.0, False, False, False)
+        >>> tuple(out.shape)
+        (5, 3, 6)
+    """
+    return _run_layers("RNN_TANH", input, args)
+
+
+def rnn_relu(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]:
+    """rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    rnn_relu(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+    A whole Elman RNN with ReLU over given weights (``nn.RNN(nonlinearity='relu')``); returns ``(output, h_n)``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> w = [fb.randn(6, 4), fb.randn(6, 6)]
+        >>> out, hn = fb.rnn_relu(fb.randn(5, 3, 4), fb.zeros(1, 3, 6), w, False, 1, 0.0, False, False, False)
+        >>> bool((out >= 0).all())
+        True
+    """
+    return _run_layers("RNN_RELU", input, args)
 
 
 # ---- norms and aliases ----

@@ -127,3 +127,68 @@ def test_conv_tbc_top_level():
         fb.conv_tbc(fb.tensor(x), fb.tensor(w), fb.tensor(b), 1),
         torch.conv_tbc(torch.tensor(x), torch.tensor(w), torch.tensor(b), 1),
     )
+
+
+LAYERS = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+@pytest.mark.parametrize(
+    ("bias", "layers", "bidirectional", "batch_first"), [(True, 1, False, False), (False, 2, True, True)]
+)
+def test_whole_layers_values_and_gradients(name, bias, layers, bidirectional, batch_first):
+    rng = np.random.default_rng(11)
+    seq, n, i, h = 5, 3, 4, 6
+    d = 2 if bidirectional else 1
+    g = LAYERS[name] * h
+    shapes = []
+    for layer in range(layers):
+        for _ in range(d):
+            shapes += [(g, i if layer == 0 else h * d), (g, h)] + ([(g,), (g,)] if bias else [])
+    weights = [(rng.standard_normal(s) * 0.5).astype(np.float32) for s in shapes]
+    x = rng.standard_normal((n, seq, i) if batch_first else (seq, n, i)).astype(np.float32)
+    h0 = rng.standard_normal((layers * d, n, h)).astype(np.float32)
+
+    def run(lib, make):
+        params = [make(w) for w in weights]
+        inp, state = make(x), make(h0)
+        hx = [state, state * 0.5] if name == "lstm" else state
+        out = getattr(lib, name)(inp, hx, params, bias, layers, 0.0, True, bidirectional, batch_first)
+        sum(o.sum() * (k + 1) for k, o in enumerate(out)).backward()
+        return out, [inp.grad, state.grad] + [p.grad for p in params]
+
+    got, got_grads = run(fb, lambda a: fb.tensor(a, requires_grad=True))
+    expected, expected_grads = run(torch, lambda a: torch.tensor(a, requires_grad=True))
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected, strict=True):
+        close(a, b, 1e-4)
+    for a, b in zip(got_grads, expected_grads, strict=True):
+        close(a, b, 1e-3)
+
+
+@pytest.mark.parametrize("name", ["lstm", "gru"])
+def test_whole_layers_packed_form(name):
+    rng = np.random.default_rng(2)
+    g = LAYERS[name] * 5
+    weights = [rng.standard_normal(s).astype(np.float32) * 0.5 for s in [(g, 3), (g, 5), (g,), (g,)]]
+    data = rng.standard_normal((6, 3)).astype(np.float32)  # batch sizes 3, 2, 1
+    h0 = np.zeros((1, 3, 5), dtype=np.float32)
+    outs = []
+    for lib in (fb, torch):
+        hx = [lib.tensor(h0), lib.tensor(h0)] if name == "lstm" else lib.tensor(h0)
+        sizes = lib.tensor([3, 2, 1])
+        outs.append(
+            getattr(lib, name)(
+                lib.tensor(data), sizes, hx, [lib.tensor(w) for w in weights], True, 1, 0.0, False, False
+            )
+        )
+    for a, b in zip(*outs, strict=True):
+        close(a, b, 1e-5)
+
+
+def test_whole_layers_errors():
+    x, h = fb.zeros(5, 3, 4), fb.zeros(1, 3, 6)
+    with pytest.raises(RuntimeError, match=r"\[gru\] expected 4 weight tensors .* got 2"):
+        fb.gru(x, h, [fb.zeros(18, 4), fb.zeros(18, 6)], True, 1, 0.0, False, False, False)
+    with pytest.raises(TypeError, match=r"lstm\(\) takes 9 arguments, got 3"):
+        fb.lstm(x, [h, h], [])
