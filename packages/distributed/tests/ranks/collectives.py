@@ -1,5 +1,7 @@
 """Rank program: every collective against its expected values (run by test_collectives.py under mpirun -n 2)."""
 
+import os
+
 import flambeau_core as fc
 import flambeau_distributed as dist
 import numpy as np
@@ -17,6 +19,8 @@ def main():
     assert dist.is_initialized()
     r, n = dist.get_rank(), dist.get_world_size()
     assert n == 2 and dist.get_backend() == "mpi"
+    # Note [Ring all-reduce]: every all-reduce below goes through Open MPI's ring
+    assert os.environ["OMPI_MCA_coll_libnbc_iallreduce_algorithm"] == "1"
     dist.barrier()
 
     for dtype in (fc.float32, fc.float64, fc.int64, fc.int32, fc.int16, fc.int8, fc.uint8):

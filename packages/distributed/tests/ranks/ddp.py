@@ -453,6 +453,33 @@ def bucket_layout(rank, world):
     assert buckets == [["1.bias", "1.weight"], ["0.bias", "0.weight"]], buckets
 
 
+def fresh_gradients(rank, world):
+    """A .grad that backward made (None before) becomes a view of its bucket, with nothing copied out; one that
+    existed (accumulation without zero_grad) keeps its storage and gets the average; both equal one process."""
+    fc.manual_seed(0)
+    net = Net()
+    model = DDP(net)
+    ref = Net()
+    ref.load_state_dict(net.state_dict())
+    per = 8
+    x, y = data(21, per * world)
+    mine = slice(rank * per, (rank + 1) * per)
+    nn.functional.cross_entropy(model(x[mine]), y[mine]).backward()
+    nn.functional.cross_entropy(ref(x), y).backward()
+    flat = model._buckets[0].flat
+    lo, hi = flat.data_ptr(), flat.data_ptr() + flat.numel() * 4
+    for p in net.parameters():
+        assert lo <= p.grad.data_ptr() < hi, "a .grad made by backward is a view of its bucket"
+    held = [p.grad for p in net.parameters()]
+    x, y = data(22, per * world)
+    nn.functional.cross_entropy(model(x[mine]), y[mine]).backward()  # accumulates: no zero_grad
+    nn.functional.cross_entropy(ref(x), y).backward()
+    assert model._buckets[0].flat.data_ptr() != flat.data_ptr()  # a fresh bucket this iteration
+    for h, p, q in zip(held, net.parameters(), ref.parameters(), strict=True):
+        assert p.grad.data_ptr() == h.data_ptr(), "an existing .grad keeps its storage"
+        np.testing.assert_allclose(np.asarray(h.tolist()), np.asarray(q.grad.tolist()), rtol=1e-5, atol=1e-6)
+
+
 def main():
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -470,6 +497,7 @@ def main():
     comm_hooks(rank, world)
     uneven_inputs(rank, world)
     split_last_layer(rank, world)
+    fresh_gradients(rank, world)
     bucket_layout(rank, world)
     dist.destroy_process_group()
     print(f"rank {rank}: ddp OK", flush=True)
