@@ -45,6 +45,7 @@ from flambeau_autograd.anomaly_mode import (
 from flambeau_autograd.function import Function, FunctionCtx
 from flambeau_autograd.grad_mode import (
     enable_grad,
+    enforce_grad_layout_policy,
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,
@@ -77,6 +78,7 @@ __all__ = [
     "is_anomaly_check_nan_enabled",
     "is_inference_mode_enabled",
     "set_multithreading_enabled",
+    "enforce_grad_layout_policy",
     "detach",
     "detach_",
     "forward_ad",

@@ -1,5 +1,5 @@
 """Grad-mode switches: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode`` (and its reader
-``is_inference_mode_enabled``), ``set_multithreading_enabled``.
+``is_inference_mode_enabled``), ``set_multithreading_enabled``, ``enforce_grad_layout_policy``.
 
 Grad mode is thread-local and lives in core (the dispatcher's "exclude
 autograd" flag, Note [Dispatch]); these classes only flip it. Each works as a
@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 import flambeau_core
 from flambeau_core._C import _set_grad_enabled
 
+from flambeau_autograd import _C
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
@@ -34,7 +36,9 @@ __all__ = [
     "is_grad_enabled",
     "is_inference_mode_enabled",
     "set_multithreading_enabled",
+    "enforce_grad_layout_policy",
 ]
+
 
 def is_grad_enabled() -> bool:
     """True unless gradients are disabled on this thread (``no_grad``).
@@ -308,3 +312,52 @@ _multithreading = {"enabled": True}
 def _is_multithreading_enabled() -> bool:
     """True unless :class:`set_multithreading_enabled` turned the (recorded) setting off."""
     return _multithreading["enabled"]
+
+
+class enforce_grad_layout_policy(_GradModeContext):
+    """enforce_grad_layout_policy(enable=True) -> context manager
+
+    PyTorch's switch for the gradient layout contract (Note [Gradient layout] in the engine): a leaf's
+    ``.grad`` takes the leaf's strides. With ``enable=False`` the engine keeps a gradient it can take over
+    (one nobody else holds) in the layout it came in instead of copying it into the leaf's; a gradient it
+    must copy still gets the leaf's layout. Per thread; set on construction (so a call works alone) and
+    restored on exit, and as a decorator per call, as PyTorch's.
+
+    Example:
+        >>> import flambeau as fb
+        >>> p = fb.empty(2, 3, 4).permute(2, 0, 1).requires_grad_()
+        >>> with fb.autograd.enforce_grad_layout_policy(False):
+        ...     (p * 2).sum().backward()
+        >>> p.grad.stride(), p.stride()
+        ((6, 3, 1), (1, 12, 4))
+    """
+
+    def __init__(self, enable: bool = True) -> None:
+        if not isinstance(enable, bool):
+            raise TypeError(
+                "set_grad_layout_enforcement_enabled(): argument 'enabled' (position 1) must be bool, not "
+                f"{type(enable).__name__}"
+            )
+        self._mode = enable
+        self._prev_layout = _C._is_grad_layout_enforcement_enabled()
+        _C._set_grad_layout_enforcement_enabled(enable)
+
+    def __enter__(self) -> None:
+        pass  # already set in __init__
+
+    def __exit__(self, *exc: object) -> None:
+        _C._set_grad_layout_enforcement_enabled(self._prev_layout)
+
+    def clone(self) -> enforce_grad_layout_policy:
+        """A new switch to the same setting (what the decorator enters on each call).
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.autograd.enforce_grad_layout_policy(True).clone()._mode
+            True
+        """
+        return self.__class__(self._mode)
+
+    def __call__(self, func: F) -> F:
+        _C._set_grad_layout_enforcement_enabled(self._prev_layout)  # as a decorator: undo __init__'s effect
+        return super().__call__(func)

@@ -542,6 +542,9 @@ bool obeys_layout(const Tensor& grad, const Tensor& variable) {
   return true;
 }
 
+// enforce_grad_layout_policy(False), per thread as PyTorch's: a stealable gradient is kept in its own layout.
+thread_local bool t_enforce_grad_layout = true;
+
 /// A copy of grad in the leaf's layout (recorded under create_graph: copy_ is differentiable).
 Tensor copy_in_layout(const Tensor& grad, const Tensor& variable) {
   if (variable.is_contiguous() || !is_non_overlapping_and_dense(variable))
@@ -551,6 +554,9 @@ Tensor copy_in_layout(const Tensor& grad, const Tensor& variable) {
   return out;
 }
 }  // namespace
+
+bool grad_layout_enforced() { return t_enforce_grad_layout; }
+void set_grad_layout_enforced(bool enabled) { t_enforce_grad_layout = enabled; }
 
 Tensor cast_to_grad_dtype(Tensor grad, const Tensor& variable) {
   const AutogradMeta* m = meta_of(variable);
@@ -573,8 +579,8 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     // Steal the incoming gradient only if nobody else can see or mutate it:
     // one handle, its own storage, in the leaf's layout, and no graph to keep.
     const bool exclusive = g.impl_ptr().use_count() == 1 && g.impl()->storage().use_count() == 1 &&
-                           !g.impl()->is_view() && obeys_layout(g, variable) && !g.requires_grad() &&
-                           !g.impl()->is_wrapped_number();
+                           !g.impl()->is_view() && (!t_enforce_grad_layout || obeys_layout(g, variable)) &&
+                           !g.requires_grad() && !g.impl()->is_wrapped_number();
     if (!grad_mode_enabled() && exclusive)
       m->grad_ = std::move(g);
     else

@@ -208,6 +208,11 @@ inline AutogradMeta* ensure_meta(const Tensor& t) {
   return static_cast<AutogradMeta*>(t.impl()->ensure_autograd_meta());
 }
 
+/// Whether AccumulateGrad keeps a gradient it takes over in the leaf's layout (Note [Gradient layout]); per
+/// thread, true unless enforce_grad_layout_policy(False) turned it off (PyTorch's switch).
+bool grad_layout_enforced();
+void set_grad_layout_enforced(bool enabled);
+
 /// A gradient arriving at leaf `variable`, cast to its gradient dtype (Note [Gradient dtype]).
 Tensor cast_to_grad_dtype(Tensor grad, const Tensor& variable);
 

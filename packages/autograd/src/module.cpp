@@ -460,6 +460,8 @@ PYBIND11_MODULE(_C, m) {
       "(handles of this tensor object, owners of its memory): its .grad slot, Python object, a saved tensor "
       "of a graph, a view ... (this call's own argument counts once). fb.compile reuses a gradient buffer "
       "only while nothing but the leaf and itself holds it.");
+  m.def("_set_grad_layout_enforcement_enabled", &set_grad_layout_enforced, py::arg("enabled"));
+  m.def("_is_grad_layout_enforcement_enabled", &grad_layout_enforced);
   m.def("_set_anomaly_enabled", &set_anomaly_mode_enabled, py::arg("enabled"));
   m.def("is_anomaly_enabled", &anomaly_mode_enabled);
   register_autograd_kernels();
