@@ -25,6 +25,7 @@ from flambeau_core import FlambeauError, Tensor
 __all__ = [
     "compiled_with_cxx11_abi",
     "eig",
+    "from_file",
     "gru",
     "gru_cell",
     "is_distributed",
@@ -317,6 +318,65 @@ def orgqr(input: Tensor, tau: Tensor) -> Tensor:
         [[1.0, 0.0], [0.0, 1.0]]
     """
     return fc.linalg.householder_product(input, tau)
+
+
+def from_file(
+    filename: str,
+    shared: bool | None = None,
+    size: int = 0,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    pin_memory: bool = False,
+) -> Tensor:
+    """from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None, pin_memory=False) -> Tensor
+
+    A 1-D CPU tensor of ``size`` elements over a memory-mapped file. With ``shared=True`` writes go to the
+    file (created, or grown, to ``size`` elements if shorter); otherwise the mapping is private (copy on
+    write) and the file must hold ``size`` elements already. ``dtype`` defaults to the default float dtype.
+
+    Example:
+        >>> import flambeau as fb, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.bin")
+        >>> t = fb.from_file(path, shared=True, size=3)
+        >>> t += 2.0
+        >>> fb.from_file(path, size=3).tolist(), os.path.getsize(path)
+        ([2.0, 2.0, 2.0], 12)
+    """
+    import os
+
+    import numpy as np
+    from flambeau_interop import from_numpy
+
+    dtype = fc.get_default_dtype() if dtype is None else dtype
+    if (
+        (device is not None and fc.device(device).type != "cpu")
+        or pin_memory
+        or layout not in (None, fc.sparse.strided)
+    ):
+        raise FlambeauError("[from_file] makes strided tensors in cpu memory only (no device, layout or pin_memory)")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise FlambeauError(f"[from_file] size must be a non-negative int, got {size!r}")
+    nbytes = size * dtype.itemsize
+    if nbytes == 0:
+        return fc.empty(0, dtype=dtype)
+    if shared:
+        with open(filename, "ab"):  # created if missing
+            pass
+        if os.path.getsize(filename) < nbytes:
+            os.truncate(filename, nbytes)
+    else:
+        try:
+            have = os.path.getsize(filename)
+        except OSError as e:
+            raise FlambeauError(
+                f"unable to open file <{filename}> in read-only mode: {e.strerror} ({e.errno})"
+            ) from None
+        if have < nbytes:
+            raise FlambeauError(f"file <{filename}> size <{have}> is smaller than the required mapping size <{nbytes}>")
+    mapped = np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c", shape=(nbytes,))
+    return from_numpy(mapped).view(dtype)  # the tensor keeps the mapping alive
 
 
 def compiled_with_cxx11_abi() -> bool:

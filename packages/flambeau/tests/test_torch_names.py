@@ -3,6 +3,8 @@ build queries and the removed functions, against PyTorch 2.13 (values, gradients
 
 from __future__ import annotations
 
+import os
+
 import flambeau as fb
 import numpy as np
 import pytest
@@ -192,3 +194,37 @@ def test_whole_layers_errors():
         fb.gru(x, h, [fb.zeros(18, 4), fb.zeros(18, 6)], True, 1, 0.0, False, False, False)
     with pytest.raises(TypeError, match=r"lstm\(\) takes 9 arguments, got 3"):
         fb.lstm(x, [h, h], [])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float64", "bfloat16", "uint8"])
+def test_from_file_private_and_shared(tmp_path, dtype):
+    path = str(tmp_path / "data.bin")
+    np.arange(64, dtype=np.uint8).tofile(path)
+    n = 32 // getattr(torch, dtype).itemsize
+    got = fb.from_file(path, size=n, dtype=getattr(fb, dtype))
+    expected = torch.from_file(path, size=n, dtype=getattr(torch, dtype))
+    assert got.tolist() == expected.tolist() and str(got.dtype) == str(expected.dtype).replace("torch", "flambeau")
+    got.zero_()  # a private mapping: the file is untouched
+    assert np.fromfile(path, dtype=np.uint8).tolist() == list(range(64))
+    shared = fb.from_file(path, shared=True, size=n, dtype=getattr(fb, dtype))
+    shared.fill_(1)
+    assert torch.from_file(path, size=n, dtype=getattr(torch, dtype)).tolist() == shared.tolist()
+
+
+def test_from_file_sizes_and_errors(tmp_path):
+    path = str(tmp_path / "data.bin")
+    np.arange(10, dtype=np.float32).tofile(path)
+    for lib in (fb, torch):
+        assert lib.from_file(path, size=0).tolist() == []
+        assert lib.from_file(path).tolist() == []
+        with pytest.raises(RuntimeError, match=r"size <40> is smaller than the required mapping size <44>"):
+            lib.from_file(path, size=11)
+        with pytest.raises(RuntimeError, match=r"unable to open file <.*missing.bin> in read-only mode: No such file"):
+            lib.from_file(str(tmp_path / "missing.bin"), size=3)
+    grown = str(tmp_path / "grown.bin")
+    assert fb.from_file(grown, shared=True, size=3).tolist() == [0.0, 0.0, 0.0]  # created
+    assert os.path.getsize(grown) == 12
+    fb.from_file(grown, shared=True, size=5)  # grown to the size asked for, as torch's
+    assert os.path.getsize(grown) == 20
+    with pytest.raises(RuntimeError, match=r"\[from_file\] makes strided tensors in cpu memory only"):
+        fb.from_file(path, size=2, pin_memory=True)
