@@ -2,7 +2,8 @@
 the recurrent functions over given weights (``torch.lstm``, ``gru``, ``rnn_tanh``, ``rnn_relu``: flambeau-nn's
 recurrent layer; the single steps ``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``),
 ``norm_except_dim`` (weight normalization's norm), ``orgqr`` (an alias, as torch's), the build queries
-(``compiled_with_cxx11_abi``, ``is_vulkan_available``, ``is_distributed``), and the functions torch removed
+(``compiled_with_cxx11_abi``, ``is_vulkan_available``, ``is_distributed``), ``from_file``,
+``get_autocast_gpu_dtype`` (deprecated, as torch's), and the functions torch removed
 (``solve``, ``eig``, ``lstsq``, ``symeig``, ``Tensor.reinforce``), which raise torch's RuntimeError with its
 migration advice.
 
@@ -15,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +28,7 @@ __all__ = [
     "compiled_with_cxx11_abi",
     "eig",
     "from_file",
+    "get_autocast_gpu_dtype",
     "gru",
     "gru_cell",
     "is_distributed",
@@ -377,6 +380,24 @@ def from_file(
             raise FlambeauError(f"file <{filename}> size <{have}> is smaller than the required mapping size <{nbytes}>")
     mapped = np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c", shape=(nbytes,))
     return from_numpy(mapped).view(dtype)  # the tensor keeps the mapping alive
+
+
+def get_autocast_gpu_dtype() -> Any:
+    """Deprecated in PyTorch for ``get_autocast_dtype('cuda')``, which it returns, with torch's warning.
+
+    Example:
+        >>> import flambeau as fb, warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     fb.get_autocast_gpu_dtype() == fb.get_autocast_dtype("cuda")
+        True
+    """
+    warnings.warn(
+        "torch.get_autocast_gpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cuda') instead.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return fc.get_autocast_dtype("cuda")
 
 
 def compiled_with_cxx11_abi() -> bool:

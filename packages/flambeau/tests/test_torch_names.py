@@ -228,3 +228,10 @@ def test_from_file_sizes_and_errors(tmp_path):
     assert os.path.getsize(grown) == 20
     with pytest.raises(RuntimeError, match=r"\[from_file\] makes strided tensors in cpu memory only"):
         fb.from_file(path, size=2, pin_memory=True)
+
+
+def test_get_autocast_gpu_dtype_warns_as_torch():
+    for lib in (fb, torch):
+        with pytest.warns(DeprecationWarning, match=r"torch.get_autocast_gpu_dtype\(\) is deprecated"):
+            got = lib.get_autocast_gpu_dtype()
+        assert str(got).split(".")[-1] == str(lib.get_autocast_dtype("cuda")).split(".")[-1] == "float16"
