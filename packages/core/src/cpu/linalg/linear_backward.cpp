@@ -19,6 +19,17 @@
 // dynamically, so a late thread only takes what is left. Below
 // kLinearBackwardPoolMacs the whole call is serial.
 //
+// The two threads: the two GEMMs have the same multiply-adds but not the same
+// cost: grad_weight reads g transposed (its rows are g's columns, copied into
+// row panels first) and sums grad_bias, so one block each left the grad_input
+// thread idle for a sixth of the call (the LSTM decoder's 700 x 256 -> 10,000:
+// 31 ms for grad_input, 38 + 3 ms for grad_weight and grad_bias, per thread's
+// CPU time). grad_weight is cut into halving row blocks (a half, a quarter,
+// an eighth, the rest) claimed after grad_input's block: the thread done
+// first takes the last small ones, and both finish within an eighth of
+// grad_weight of each other (the decoder's pieces: 20.5, 10.4, 5.4 and 5.2 ms,
+// the same 41 ms in all; the call's span 41 -> 36 ms).
+//
 // grad_bias is summed in double (vec_table's accumulate_row, as sum(0) does).
 // _linear_backward is a structured op: the kernel writes the gradients the meta step allocated (its
 // rules in src/meta/nn_layer_rules.cpp).
@@ -41,6 +52,8 @@ namespace flambeau {
 namespace {
 
 constexpr double kLinearBackwardPoolMacs = double(int64_t{1} << 18);
+// Blocks of grad_weight with two threads (Note [Linear backward], the two threads).
+constexpr int kHalvingBlocks = 4;
 
 // out[c - c0] = sum over rows r < n of g[r * ldg + c], for c in [c0, c1).
 template <class T>
@@ -75,6 +88,21 @@ std::vector<std::pair<int, int>> cut(int dim, int parts, int align) {
   std::vector<std::pair<int, int>> out;
   for (int lo = 0; lo < dim; lo += per) out.emplace_back(lo, std::min(dim, lo + per));
   if (out.empty()) out.emplace_back(0, dim);
+  return out;
+}
+
+// [0, dim) cut into a half, a quarter, an eighth, ... and the rest: at most `count` parts, each a multiple of
+// align (but the last) and at least 2 * align.
+std::vector<std::pair<int, int>> halving(int dim, int count, int align) {
+  std::vector<std::pair<int, int>> out;
+  for (int lo = 0; lo < dim;) {
+    const int left = dim - lo;
+    int len = left;
+    if (static_cast<int>(out.size()) + 1 < count && left >= 4 * align)
+      len = (left / 2 + align - 1) / align * align;
+    out.emplace_back(lo, lo + len);
+    lo += len;
+  }
   return out;
 }
 
@@ -158,8 +186,12 @@ void linear_backward_impl(const Tensor& grad, const Tensor& input, const Tensor&
   if (do_gw) {
     // Split along grad_weight's rows when that leaves as many blocks (each then sums its part of
     // grad_bias), else along its columns like gemm().
-    const auto by_rows = cut(out_f, share, kAlign), by_cols = cut(in_f, share, kAlign);
+    auto by_rows = cut(out_f, share, kAlign);
+    const auto by_cols = cut(in_f, share, kAlign);
     const bool rows = by_rows.size() >= by_cols.size() || (gb && by_rows.size() > 1);
+    // Two threads and both GEMMs: grad_weight in halving row blocks after grad_input's one block
+    // (Note [Linear backward], the two threads).
+    if (!serial && share == 1 && do_gi && rows) by_rows = halving(out_f, kHalvingBlocks, kAlign);
     for (auto [lo, hi] : rows ? by_rows : by_cols) {
       Piece p{1, rows, lo, hi, false, 0, 0};
       if (gb && rows) p = {1, true, lo, hi, true, lo, hi};
