@@ -3,7 +3,7 @@ the recurrent functions over given weights (``torch.lstm``, ``gru``, ``rnn_tanh`
 recurrent layer; the single steps ``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``),
 ``norm_except_dim`` (weight normalization's norm), ``orgqr`` (an alias, as torch's), the build queries
 (``compiled_with_cxx11_abi``, ``is_vulkan_available``, ``is_distributed``), ``from_file``,
-``get_autocast_gpu_dtype`` (deprecated, as torch's), and the functions torch removed
+``get_autocast_gpu_dtype`` (deprecated, as torch's), ``segment_reduce``, and the functions torch removed
 (``solve``, ``eig``, ``lstsq``, ``symeig``, ``Tensor.reinforce``), which raise torch's RuntimeError with its
 migration advice.
 
@@ -42,6 +42,7 @@ __all__ = [
     "rnn_relu_cell",
     "rnn_tanh",
     "rnn_tanh_cell",
+    "segment_reduce",
     "solve",
     "symeig",
 ]
@@ -308,6 +309,85 @@ def norm_except_dim(v: Tensor, pow: int = 2, dim: int = 0) -> Tensor:
         )
     dim %= v.dim()
     return v.norm(pow, dim=[d for d in range(v.dim()) if d != dim], keepdim=True)
+
+
+# reduce -> (scatter_reduce's name, the value an empty segment gets without `initial`)
+_SEGMENT_REDUCTIONS = {
+    "sum": ("sum", 0.0),
+    "prod": ("prod", 1.0),
+    "mean": ("mean", float("nan")),
+    "max": ("amax", float("-inf")),
+    "amax": ("amax", float("-inf")),
+    "min": ("amin", float("inf")),
+    "amin": ("amin", float("inf")),
+}
+
+
+def segment_reduce(
+    data: Tensor,
+    reduce: str,
+    *,
+    lengths: Tensor | None = None,
+    indices: Tensor | None = None,
+    offsets: Tensor | None = None,
+    axis: int = 0,
+    unsafe: bool = False,
+    initial: float | None = None,
+) -> Tensor:
+    """segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False,
+    initial=None) -> Tensor
+
+    Reduces consecutive segments of ``data`` along ``axis`` (the last dim of ``lengths``, whose leading dims
+    are data's leading dims): segment sizes come from ``lengths`` or ``offsets``; ``reduce`` is sum, prod,
+    mean, max/amax or min/amin. An empty segment gives ``initial`` if given, else 0, 1, nan, -inf, inf;
+    with ``initial`` every segment starts from it (a mean is ``(initial + sum) / length``, as torch's). Built on
+    scatter_reduce, so it is differentiable (ties of max and min share the gradient, as torch's).
+
+    Example:
+        >>> import flambeau as fb
+        >>> data = fb.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        >>> fb.segment_reduce(data, "sum", lengths=fb.tensor([2, 0, 3, 1])).tolist()
+        [3.0, 0.0, 12.0, 6.0]
+        >>> fb.segment_reduce(data, "max", offsets=fb.tensor([0, 2, 2, 5, 6])).tolist()
+        [2.0, -inf, 5.0, 6.0]
+    """
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise FlambeauError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if indices is not None:
+        raise FlambeauError("segment_reduce(): indices based reduction is not supported yet.")
+    if lengths is None:
+        if offsets is None:
+            raise FlambeauError("segment_reduce(): Either lengths or offsets must be defined.")
+        lengths = offsets[..., 1:] - offsets[..., :-1]
+    if axis < 0:
+        axis += data.dim()
+    if axis != lengths.dim() - 1:
+        raise FlambeauError(f"segment_reduce(): Expected axis to be the last dimension of lengths but got {axis}.")
+    if tuple(lengths.shape[:-1]) != tuple(data.shape[:axis]):
+        raise FlambeauError(
+            f"segment_reduce(): lengths of shape {tuple(lengths.shape)} do not match data of shape "
+            f"{tuple(data.shape)} before axis {axis}"
+        )
+    if not unsafe and (bool((lengths < 0).any()) or bool((lengths.sum(-1) != data.shape[axis]).any())):
+        raise FlambeauError(
+            "segment_reduce(): Expected all rows of lengths along axis to sum to data.size(lengths.dim()-1) when "
+            "!unsafe."
+        )
+    how, empty = _SEGMENT_REDUCTIONS[reduce]
+    rows, segments, rest = lengths[..., 0].numel(), lengths.shape[-1], tuple(data.shape[axis + 1 :])
+    # Every row's segments numbered apart (row r's segment g is r * segments + g), so one scatter does all rows.
+    ids = fc.repeat_interleave(fc.arange(rows * segments, device=data.device), lengths.reshape(-1))
+    flat = data.reshape(rows * data.shape[axis], *rest)
+    index = ids.reshape(-1, *([1] * len(rest))).expand(flat.shape)
+    # A mean is torch's (initial + sum) / length, an empty segment's initial (or 0 / 0 = nan without one).
+    start_value = (0.0 if initial is None else initial) if how == "mean" else (empty if initial is None else initial)
+    start = fc.full((rows * segments, *rest), start_value, dtype=data.dtype, device=data.device)
+    out = start.scatter_reduce(0, index, flat, "sum" if how == "mean" else how, include_self=True)
+    if how == "mean":
+        count = lengths.reshape(-1).to(data.dtype)
+        count = count if initial is None else count.clamp_min(1)
+        out = out / count.reshape(-1, *([1] * len(rest)))
+    return out.reshape(*lengths.shape, *rest)
 
 
 def orgqr(input: Tensor, tau: Tensor) -> Tensor:

@@ -235,3 +235,52 @@ def test_get_autocast_gpu_dtype_warns_as_torch():
         with pytest.warns(DeprecationWarning, match=r"torch.get_autocast_gpu_dtype\(\) is deprecated"):
             got = lib.get_autocast_gpu_dtype()
         assert str(got).split(".")[-1] == str(lib.get_autocast_dtype("cuda")).split(".")[-1] == "float16"
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "max", "min", "amax", "amin"])
+@pytest.mark.parametrize("initial", [None, 2.5])
+@pytest.mark.parametrize("form", ["lengths", "offsets"])
+def test_segment_reduce_values_and_gradients(reduce, initial, form):
+    # Ties (3, 3) and a zero (for prod's gradient), an empty segment, trailing dims.
+    a = np.array([[1.0, 2], [3, 3], [3, 0.5], [0, 4], [5, -1], [6, 6]], dtype=np.float64)
+    lengths = np.array([2, 0, 3, 1])
+    kw = {}
+    for lib in (fb, torch):
+        lens = lib.tensor(lengths)
+        kw[lib] = (
+            {"lengths": lens}
+            if form == "lengths"
+            else {"offsets": lib.cat([lib.zeros(1, dtype=lens.dtype), lens.cumsum(0)])}
+        )
+    x, t = both(a)
+    y = fb.segment_reduce(x, reduce, initial=initial, **kw[fb])
+    u = torch.segment_reduce(t, reduce, initial=initial, **kw[torch])
+    np.testing.assert_allclose(np.array(y.tolist()), u.detach().numpy(), rtol=1e-12)
+    weights = np.arange(1.0, 9.0).reshape(4, 2)
+    (y * fb.tensor(weights)).nan_to_num(0.0).sum().backward()
+    (u * torch.tensor(weights)).nan_to_num(0.0).sum().backward()
+    np.testing.assert_allclose(np.array(x.grad.tolist()), t.grad.numpy(), rtol=1e-12)
+
+
+def test_segment_reduce_batched_lengths():
+    a = np.arange(12.0).reshape(2, 6)
+    lengths = np.array([[2, 4], [3, 3]])
+    for reduce in ("sum", "max", "mean"):
+        got = fb.segment_reduce(fb.tensor(a), reduce, lengths=fb.tensor(lengths), axis=1)
+        expected = torch.segment_reduce(torch.tensor(a), reduce, lengths=torch.tensor(lengths), axis=-1)
+        assert got.tolist() == expected.tolist()
+
+
+def test_segment_reduce_errors():
+    for lib in (fb, torch):
+        d = lib.tensor([1.0, 2.0, 3.0])
+        with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin, got foo"):
+            lib.segment_reduce(d, "foo", lengths=lib.tensor([3]))
+        with pytest.raises(RuntimeError, match="Either lengths or offsets must be defined"):
+            lib.segment_reduce(d, "sum")
+        with pytest.raises(RuntimeError, match="indices based reduction is not supported yet"):
+            lib.segment_reduce(d, "sum", indices=lib.tensor([3]))
+        with pytest.raises(RuntimeError, match="Expected all rows of lengths along axis to sum to"):
+            lib.segment_reduce(d, "sum", lengths=lib.tensor([1, 1]))
+        with pytest.raises(RuntimeError, match="Expected axis to be the last dimension of lengths but got 1"):
+            lib.segment_reduce(lib.zeros(2, 3), "sum", lengths=lib.tensor([1, 1]), axis=1)
