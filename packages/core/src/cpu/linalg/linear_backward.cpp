@@ -60,7 +60,10 @@ template <class T>
 void column_sums(const T* g, int64_t ldg, int64_t n, int64_t c0, int64_t c1, T* out) {
   const cpu::VecTable& vt = cpu::vec_table();
   const auto acc_row = std::is_same_v<T, float> ? vt.accumulate_row_f32 : vt.accumulate_row_f64;
-  constexpr int64_t kCols = 256;
+  // 2048 columns a chunk (16 KiB of sums, in L1): each row's run is 8 KiB of g, which the prefetchers
+  // stream; runs of 1 KiB read the LSTM decoder's g (700 x 10,000, from L3) in 3.1 ms, runs of 8 KiB in
+  // 2.45 ms. The sums are the same (each column adds its rows in order).
+  constexpr int64_t kCols = 2048;
   double acc[kCols];
   for (int64_t c = c0; c < c1; c += kCols) {
     const int64_t len = std::min(kCols, c1 - c);
