@@ -3,9 +3,9 @@ the recurrent functions over given weights (``torch.lstm``, ``gru``, ``rnn_tanh`
 recurrent layer; the single steps ``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``),
 ``norm_except_dim`` (weight normalization's norm), ``orgqr`` (an alias, as torch's), the build queries
 (``compiled_with_cxx11_abi``, ``is_vulkan_available``, ``is_distributed``), ``from_file``,
-``get_autocast_gpu_dtype`` (deprecated, as torch's), ``segment_reduce``, and the functions torch removed
-(``solve``, ``eig``, ``lstsq``, ``symeig``, ``Tensor.reinforce``), which raise torch's RuntimeError with its
-migration advice.
+``get_autocast_gpu_dtype`` (deprecated, as torch's), ``segment_reduce``, ``affine_grid_generator``, and the
+functions torch removed (``solve``, ``eig``, ``lstsq``, ``symeig``, ``Tensor.reinforce``), which raise torch's
+RuntimeError with its migration advice.
 
 Example:
     >>> import flambeau as fb
@@ -21,10 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 import flambeau_core as fc
+import flambeau_nn.functional as _nn_functional
 import flambeau_nn.modules.rnn as _rnn
 from flambeau_core import FlambeauError, Tensor
 
 __all__ = [
+    "affine_grid_generator",
     "compiled_with_cxx11_abi",
     "eig",
     "from_file",
@@ -280,6 +282,22 @@ def rnn_relu(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]:
         True
     """
     return _run_layers("RNN_RELU", input, args)
+
+
+def affine_grid_generator(theta: Tensor, size: Any, align_corners: bool) -> Tensor:
+    """affine_grid_generator(theta, size, align_corners) -> Tensor
+
+    ``nn.functional.affine_grid`` with ``align_corners`` required, as torch's top-level form.
+
+    Example:
+        >>> import flambeau as fb
+        >>> identity = fb.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+        >>> fb.affine_grid_generator(identity, [1, 1, 2, 2], True).tolist()[0][0]
+        [[-1.0, -1.0], [1.0, -1.0]]
+    """
+    if len(size) not in (4, 5):
+        raise FlambeauError("AffineGridGenerator needs 4d (spatial) or 5d (volumetric) inputs.")
+    return _nn_functional.affine_grid(theta, size, align_corners=align_corners)
 
 
 # ---- norms and aliases ----

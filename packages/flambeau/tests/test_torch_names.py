@@ -284,3 +284,20 @@ def test_segment_reduce_errors():
             lib.segment_reduce(d, "sum", lengths=lib.tensor([1, 1]))
         with pytest.raises(RuntimeError, match="Expected axis to be the last dimension of lengths but got 1"):
             lib.segment_reduce(lib.zeros(2, 3), "sum", lengths=lib.tensor([1, 1]), axis=1)
+
+
+@pytest.mark.parametrize(("size", "shape"), [([2, 1, 4, 5], (2, 2, 3)), ([2, 1, 3, 4, 5], (2, 3, 4))])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_generator(size, shape, align_corners):
+    theta = np.random.default_rng(4).standard_normal(shape)
+    x, t = both(theta)
+    y, u = fb.affine_grid_generator(x, size, align_corners), torch.affine_grid_generator(t, size, align_corners)
+    close(y, u, 1e-12)
+    y.sum().backward()
+    u.sum().backward()
+    close(x.grad, t.grad, 1e-12)
+    for lib, th in ((fb, x), (torch, t)):
+        with pytest.raises(RuntimeError, match="AffineGridGenerator needs 4d"):
+            lib.affine_grid_generator(th, [2, 4, 5], False)
+        with pytest.raises(TypeError):
+            lib.affine_grid_generator(th, size)  # align_corners is required
