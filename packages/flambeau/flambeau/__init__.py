@@ -67,6 +67,8 @@ globals().update(_nn._torch_forms.TOP_LEVEL)  # torch.dropout(input, p, train), 
 _torch_names = _importlib.import_module("flambeau._torch_names")
 globals().update({_name: getattr(_torch_names, _name) for _name in _torch_names.__all__})
 _torch_names.install_tensor_methods()
+_streams = _importlib.import_module("flambeau._streams")
+Stream, Event = _streams.Stream, _streams.Event  # torch.Stream, torch.Event: any device's
 multiprocessing = _alias("multiprocessing", _data.multiprocessing)
 distributed = _alias("distributed", _distributed)
 linalg = _alias("linalg", _core.linalg)
