@@ -68,6 +68,7 @@ import flambeau_core as fc
 from flambeau_core import _C
 from flambeau_core._C import _set_grad_enabled
 
+from ._bn_relu import rewrite as _bn_relu_rewrite
 from ._fusion import _remap as _fusion_remap
 from ._graph import Graph, Node, Ref
 
@@ -209,6 +210,24 @@ def _sole_value(node: Node) -> int | None:
 
 def _const_or_none(a: Any) -> bool:
     return a is None or (isinstance(a, Ref) and a.kind == "const")
+
+
+def _bn_relu(graph: Graph, i: int, uses: Counter[int], tensor_of: Callable[[Ref], Tensor]) -> Node | None:
+    """Note [Batch norm relu]: one node for nodes i (a training batch norm) and i + 1 (the relu of its
+    result, its only reader), or ``None``."""
+    bn, relu = graph.nodes[i], graph.nodes[i + 1]
+    if bn.name != "native_batch_norm" or relu.name != "relu" or not bn.grad_enabled or not relu.grad_enabled:
+        return None
+    if bn.kwargs or relu.kwargs or len(bn.args) != 8 or len(bn.results) != 3 or _sole_value(relu) is None:
+        return None
+    v = bn.first_value
+    if relu.args != (Ref("value", v),) or uses[v] != 1 or uses[v + 1] or uses[v + 2]:
+        return None
+    found = _bn_relu_rewrite(bn, tensor_of)
+    if found is None:
+        return None
+    target, args = found
+    return Node("batch_norm_relu", target, args, {}, True, relu.first_value, [()])
 
 
 def _bn_fold(graph: Graph, i: int, uses: Counter[int], tensor_of: Callable[[Ref], Tensor]) -> Node | None:
@@ -389,6 +408,12 @@ def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | N
             rename[pool.first_value] = new
             nodes += [pool, relu]
             epilogues.append(Epilogue((pool.name, node.name)))
+            i += 2
+            continue
+        merged = _bn_relu(graph, i, uses, tensor_of) if i + 1 < len(graph.nodes) else None
+        if merged is not None:
+            epilogues.append(Epilogue(("native_batch_norm", "relu")))
+            nodes.append(merged)
             i += 2
             continue
         merged = _bn_fold(graph, i, uses, tensor_of) if i + 1 < len(graph.nodes) else None
