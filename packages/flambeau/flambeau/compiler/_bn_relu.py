@@ -76,7 +76,11 @@ struct Args {
 // summed in T, added in double), so that the statistics, the result and the gradients are eager's bits.
 constexpr int64_t kBlock = 2048;
 
-// s1 and s2 += the sums over i < n of the two terms f(i, u, v) gives, as core sums a row.
+struct Pair {
+  T u, v;
+};
+
+// s1 and s2 += the sums over i < n of the two terms f(i) gives, as core sums a row.
 template <class F>
 inline void row_sums(int64_t n, const F& f, double& s1, double& s2) {
   double a1 = 0, a2 = 0;
@@ -85,10 +89,9 @@ inline void row_sums(int64_t n, const F& f, double& s1, double& s2) {
     T t1 = 0, t2 = 0;
 #pragma omp simd reduction(+ : t1, t2)
     for (int64_t i = b; i < e; ++i) {
-      T u, v;
-      f(i, u, v);
-      t1 += u;
-      t2 += v;
+      const Pair t = f(i);
+      t1 += t.u;
+      t2 += t.v;
     }
     a1 += t1;
     a2 += t2;
@@ -103,9 +106,9 @@ void forward(const Args& a, int64_t ch) {
   double s1 = 0, s2 = 0;
   for (int64_t n = 0; n < N; ++n) {
     const T* __restrict p = a.x + (n * C + ch) * HW;
-    row_sums(HW, [&](int64_t i, T& u, T& v) {
-      u = p[i] - pivot;
-      v = u * u;
+    row_sums(HW, [&](int64_t i) {
+      const T d = p[i] - pivot;
+      return Pair{d, d * d};
     }, s1, s2);
   }
   const double count = a.M, m1 = s1 / count, spread = s2 / count - m1 * m1, var = spread > 0 ? spread : 0.0;
@@ -135,10 +138,10 @@ void backward(const Args& a, int64_t ch) {
   for (int64_t n = 0; n < N; ++n) {
     const T* __restrict p = a.x + (n * C + ch) * HW;
     const T* __restrict gp = a.g + (n * C + ch) * HW;
-    row_sums(HW, [&](int64_t i, T& u, T& v) {
+    row_sums(HW, [&](int64_t i) {
       const T y = (p[i] - mean) * scale + shift;  // the forward's expression: the same elements pass
-      u = y <= 0 ? T(0) : gp[i];
-      v = u * (p[i] - mean);
+      const T gm = y <= 0 ? T(0) : gp[i];
+      return Pair{gm, gm * (p[i] - mean)};
     }, sdy, sdyx);
   }
   const double is = static_cast<double>(invstd), wc = static_cast<double>(a.w[ch]), inv_count = 1.0 / a.M;
