@@ -396,6 +396,22 @@ def split_last_layer(rank, world):
         assert [p.grad.requires_grad for p in net.parameters()] == [q.grad.requires_grad for q in ref.parameters()]
         assert model._post_log.count((140, 1)) == 0 and model._post_log.count((140, 0)) == 4, model._post_log
         assert model._split_layer is net.fc1
+        # a post-accumulate-grad hook on the split weight registered before DDP's own (an optimizer in backward)
+        # reads its .grad while the row blocks are in flight: zeros, not the uninitialised memory the split
+        # otherwise leaves there for DDP's hook to replace
+        fc.manual_seed(0)
+        net = Net()
+        seen = []
+        net.fc1.weight.register_post_accumulate_grad_hook(
+            lambda p: seen.append(None if p.grad is None else float(p.grad.abs().sum()))
+        )
+        model = DDP(net)
+        for step in range(3):
+            x, y = data(30 + step, 8)
+            nn.functional.cross_entropy(model(x[rank * 4 : rank * 4 + 4]), y[rank * 4 : rank * 4 + 4]).backward()
+            assert model._post_log.count((140, 1)) == 4, model._post_log  # split
+            net.zero_grad(set_to_none=True)
+        assert seen == [0.0] * 3, seen
         # split_first_layer=False: no row blocks
         model = train(rank, world, split_first_layer=False)
         assert model._split_layer is None
