@@ -60,11 +60,23 @@ class _OnCpu:
         return fc.device("cpu")
 
     def query(self) -> bool:
-        """True: cpu work is done when its call returns."""
+        """True: cpu work is done when its call returns.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.Event("cpu").query(), fb.Stream("cpu").query()
+            (True, True)
+        """
         return True
 
     def synchronize(self) -> None:
-        """Returns at once."""
+        """Returns at once.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.Event("cpu").synchronize() is None
+            True
+        """
 
 
 class Stream(_OnCpu, metaclass=_AnyDevice):
@@ -92,18 +104,49 @@ class Stream(_OnCpu, metaclass=_AnyDevice):
         self.device_type, self.device_index, self.stream_id = 0, -1, 0
 
     def is_capturing(self) -> bool:
-        """False: nothing records the cpu stream into a graph."""
+        """False: nothing records the cpu stream into a graph.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.Stream("cpu").is_capturing()
+            False
+        """
         return False
 
     def record_event(self, event: Any = None) -> Any:
-        """Raises RuntimeError, as torch's: the cpu stream has no events."""
+        """Raises RuntimeError, as torch's: the cpu stream has no events.
+
+        Example:
+            >>> import flambeau as fb
+            >>> try:
+            ...     fb.Stream("cpu").record_event()
+            ... except RuntimeError as e:
+            ...     print(e)
+            cpu backend doesn't support events.
+        """
         raise FlambeauError(_NO_CPU_EVENTS)
 
     def wait_event(self, event: Any) -> None:
-        """Returns at once: a cpu event is always complete."""
+        """Returns at once: a cpu event is always complete.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.Stream("cpu").wait_event(fb.Event("cpu")) is None
+            True
+        """
 
     def wait_stream(self, stream: Any) -> None:
-        """Raises RuntimeError, as torch's: waiting goes through an event, which the cpu lacks."""
+        """Raises RuntimeError, as torch's: waiting goes through an event, which the cpu lacks.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.Stream("cpu")
+            >>> try:
+            ...     s.wait_stream(s)
+            ... except RuntimeError as e:
+            ...     print(e)
+            cpu backend doesn't support events.
+        """
         raise FlambeauError(_NO_CPU_EVENTS)
 
     @property
@@ -161,15 +204,39 @@ class Event(_OnCpu, metaclass=_AnyDevice):
         self._timing = bool(enable_timing)
 
     def wait(self, stream: Any = None) -> None:
-        """Returns at once: nothing to wait for."""
+        """Returns at once: nothing to wait for.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.Event("cpu").wait() is None
+            True
+        """
 
     def record(self, stream: Any = None) -> None:
-        """Raises RuntimeError, as torch's: the cpu has no events to record."""
+        """Raises RuntimeError, as torch's: the cpu has no events to record.
+
+        Example:
+            >>> import flambeau as fb
+            >>> try:
+            ...     fb.Event("cpu").record()
+            ... except RuntimeError as e:
+            ...     print(e)
+            cpu backend doesn't support events.
+        """
         raise FlambeauError(_NO_CPU_EVENTS)
 
     def elapsed_time(self, end_event: Any) -> float:
         """Raises, as torch's: ValueError unless both events were made with enable_timing, else RuntimeError
-        (the cpu has no events to time)."""
+        (the cpu has no events to time).
+
+        Example:
+            >>> import flambeau as fb
+            >>> try:
+            ...     fb.Event("cpu").elapsed_time(fb.Event("cpu"))
+            ... except ValueError as e:
+            ...     print(e)
+            Both events must be created with argument 'enable_timing=True'.
+        """
         if not (self._timing and getattr(end_event, "_timing", False)):
             raise ValueError("Both events must be created with argument 'enable_timing=True'.")
         raise FlambeauError(_NO_CPU_EVENTS)

@@ -597,6 +597,16 @@ symeig = _removed(
 
 
 def _reinforce(self: Tensor, reward: Any) -> None:
+    """Removed from PyTorch: raises its RuntimeError, which shows the torch.distributions way instead.
+
+    Example:
+        >>> import flambeau as fb
+        >>> try:
+        ...     fb.ones(2).reinforce(1.0)
+        ... except RuntimeError as e:
+        ...     print(str(e).splitlines()[0])
+        reinforce() was removed.
+    """
     raise FlambeauError(
         "reinforce() was removed.\nUse torch.distributions instead.\nSee "
         "https://pytorch.org/docs/main/distributions.html\n\nInstead of:\n\nprobs = policy_network(state)\n"
