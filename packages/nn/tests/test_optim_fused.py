@@ -272,9 +272,14 @@ def test_optimizer_keeps_working_after_module_to_double():
     assert opt.state[model.weight]["momentum_buffer"].dtype == fc.float32
     opt.zero_grad()
     model(fc.ones(4, 3, dtype=fc.float64)).sum().backward()
-    # PyTorch would raise on the dtype mismatch between param and buffer too; convert the state like load does.
-    with pytest.raises(TypeError, match="momentum_buffers"):
-        opt.step()
+    # a float32 buffer of a float64 parameter: PyTorch steps it (in-place ops promote), and so does the unfused
+    # step (Note [Unfused optimizer steps]); the buffer stays float32, the parameter float64
+    before = np.array(model.weight.tolist())
+    buf = np.array(opt.state[model.weight]["momentum_buffer"].tolist(), dtype=np.float32)
+    opt.step()
+    buf = (buf * np.float32(0.9) + np.float32(4.0)).astype(np.float32)
+    np.testing.assert_allclose(np.array(model.weight.tolist()), before - 0.1 * buf.astype(np.float64), rtol=1e-12)
+    assert opt.state[model.weight]["momentum_buffer"].dtype == fc.float32
 
 
 def test_zero_grad_set_to_none_false_is_one_call_and_detaches():

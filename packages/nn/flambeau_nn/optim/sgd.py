@@ -10,6 +10,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _fused_sgd_
 
+from flambeau_nn.optim._unfused import others, pick, sgd_one, unfused
 from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, check_lr, run_closure
 
 __all__ = ["SGD", "sgd"]
@@ -140,6 +141,21 @@ def sgd(
         nesterov=bool(nesterov),
         maximize=bool(maximize),
     )
+    rest = unfused(params, grads, momentum_buffers if momentum != 0 else [])
+    if rest:  # Note [Unfused optimizer steps]
+        for i in rest:
+            buf = momentum_buffers[i] if momentum != 0 else None
+            buf = sgd_one(params[i], grads[i], buf, **hyper)
+            if momentum != 0:
+                momentum_buffers[i] = buf
+        keep = others(len(params), rest)
+        if not keep:
+            return
+        kept_bufs = pick(momentum_buffers, keep)
+        sgd(pick(params, keep), pick(grads, keep), kept_bufs, **hyper)
+        for i, buf in zip(keep, kept_bufs, strict=True):
+            momentum_buffers[i] = buf
+        return
     if momentum == 0:
         _fused_sgd_(params, grads, [], is_first_step=False, **hyper)
         return
