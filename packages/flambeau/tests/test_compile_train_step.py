@@ -849,3 +849,32 @@ def test_param_groups_with_their_own_schedules_replay_each_groups_lr(tensor_lr):
     assert len(step.graphs) == 1 and len(step.break_reasons) == 1
     nodes = [n for n in step.graphs[0].nodes if n.name == "_fused_adam_"]
     assert [n.kwargs["lr"].group is g for n, g in zip(nodes, opt_c.param_groups, strict=True)] == [True, True]
+
+
+def test_parameters_with_their_own_gradient_dtype():
+    """bfloat16 parameters whose gradients are float32 (grad_dtype): the capture's copies of the parameters
+    keep that setting, so the compiled step equals eager (it raised assigning a float32 .grad to a copy)."""
+
+    def make():
+        fb.manual_seed(0)
+        lin = fb.nn.Linear(4, 3).to(fb.bfloat16)
+        for p in lin.parameters():
+            p.grad_dtype = fb.float32
+        return lin, fb.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+
+    def train(lin, opt, x):
+        opt.zero_grad()
+        loss = lin(x).float().square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    (lin_e, opt_e), (lin_c, opt_c) = make(), make()
+    step = fb.compile(lambda x: train(lin_c, opt_c, x))
+    x = fb.randn(5, 4).to(fb.bfloat16)
+    for _ in range(4):
+        assert step(x).item() == train(lin_e, opt_e, x).item()
+    for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+        assert b.grad.dtype == fb.float32 and b.grad_dtype == fb.float32
+        assert b.detach().float().tolist() == a.detach().float().tolist()
+        assert b.grad.tolist() == a.grad.tolist()

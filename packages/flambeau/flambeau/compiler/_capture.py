@@ -637,6 +637,8 @@ def _twins(tensors: list[Tensor]) -> dict[int, Tensor]:
         twin = t.detach().clone()  # detached: no autograd history to the original
         if t.requires_grad:
             twin.requires_grad_(True)
+            if t.is_leaf and t.grad_dtype != t.dtype:  # its gradients keep that dtype (None: any)
+                twin.grad_dtype = t.grad_dtype
         g = t.grad if t.requires_grad else None
         if g is not None:
             twin.grad = g.detach().clone()
