@@ -11,9 +11,21 @@ import pytest
 import torch
 
 
+def test_without_an_accelerator_stream_and_event_are_the_cpus():
+    # a fresh interpreter: another test in this process may have made a plug-in device current
+    code = (
+        "import flambeau as fb\n"
+        "assert fb.accelerator.current_accelerator() is None\n"
+        "s, e = fb.Stream(), fb.Event()\n"
+        "assert (s.device_type, s.device_index, s.stream_id, e.event_id) == (0, -1, 0, 0)\n"
+        "assert s == fb.Stream('cpu') and str(e.device) == 'cpu'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_cpu_stream_as_torch():
     for lib in (fb, torch):
-        s = lib.Stream()
+        s = lib.Stream("cpu")  # named: another test may have made a plug-in device current
         assert (s.device_type, s.device_index, s.stream_id) == (0, -1, 0)  # c10's DeviceType number
         assert str(s.device) == "cpu" and s.query() is True and s.synchronize() is None
         assert s.is_capturing() is False
@@ -21,29 +33,29 @@ def test_cpu_stream_as_torch():
         assert isinstance(s, lib.Stream)
         with s as entered:
             assert entered is s
-        assert s.wait_event(lib.Event()) is None
+        assert s.wait_event(lib.Event("cpu")) is None
         with pytest.raises(RuntimeError, match="cpu backend doesn't support events."):
             s.record_event()
         with pytest.raises(RuntimeError, match="cpu backend doesn't support events."):
-            s.wait_stream(lib.Stream())
+            s.wait_stream(lib.Stream("cpu"))
         with pytest.raises(RuntimeError, match="Backend doesn't support getting stream native handle."):
             s.native_handle  # noqa: B018
         with pytest.raises(TypeError):
             lib.Stream("cpu", -1)  # priority is keyword-only
-    assert repr(fb.Stream()) == repr(torch.Stream()).replace("torch.", "flambeau.")
+    assert repr(fb.Stream("cpu")) == repr(torch.Stream("cpu")).replace("torch.", "flambeau.")
 
 
 def test_cpu_event_as_torch():
     for lib in (fb, torch):
-        e = lib.Event()
-        assert e.query() is True and e.synchronize() is None and e.wait(lib.Stream()) is None
+        e = lib.Event("cpu")
+        assert e.query() is True and e.synchronize() is None and e.wait(lib.Stream("cpu")) is None
         assert e.event_id == 0 and str(e.device) == "cpu" and isinstance(e, lib.Event)
         with pytest.raises(RuntimeError, match="cpu backend doesn't support events."):
-            e.record(lib.Stream())
+            e.record(lib.Stream("cpu"))
         with pytest.raises(ValueError, match="Both events must be created with argument 'enable_timing=True'."):
-            e.elapsed_time(lib.Event())
+            e.elapsed_time(lib.Event("cpu"))
     for kw in ({}, {"enable_timing": True}, {"blocking": True}, {"interprocess": True}):
-        assert repr(fb.Event(**kw)) == repr(torch.Event(**kw)).replace("torch.", "flambeau.")
+        assert repr(fb.Event("cpu", **kw)) == repr(torch.Event("cpu", **kw)).replace("torch.", "flambeau.")
 
 
 def test_a_plug_in_device_gives_its_own():
