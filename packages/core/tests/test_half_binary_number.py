@@ -178,3 +178,24 @@ def test_function_form_with_the_number_first(dtype, name):
         bf = torch.tensor(0.7).to(getattr(torch, dtype)).item()
         assert_bits(fc.mul(0.7, x), t * bf)  # what torch's rounding means
         assert_bits(0.7 * x, t * 0.7)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha", [0.7, -0.1, 3.0, 1 / 3, -2049.0])
+def test_add_and_sub_with_alpha_read_in_the_dtype(dtype, alpha):
+    # PyTorch reads alpha in the operands' dtype (bfloat16(0.7)) and adds a + alpha * b in one float32
+    # rounding (its vectorized loops' fused multiply-add), then rounds to the dtype: the oracle computes
+    # that exactly in float64 (normal values: the sum is exact there) and rounds twice as the kernel does.
+    rng = np.random.default_rng(7)
+    n = 40_000 + 13  # not a multiple of 16: the vector loops' tails too
+    a, b = (torch.tensor(rng.standard_normal(n).astype(np.float32)).to(getattr(torch, dtype)) for _ in range(2))
+    al = torch.tensor(alpha).to(getattr(torch, dtype)).double().item()
+    for name, sign in (("add", 1.0), ("sub", -1.0)):
+        exact = a.double() + sign * al * b.double()
+        expected = exact.float().to(getattr(torch, dtype))
+        x, y = ours(a), ours(b)
+        assert_bits(getattr(fc, name)(x, y, alpha=alpha), expected)
+        assert_bits(getattr(x.clone(), name + "_")(y, alpha=alpha), expected)
+    # a float32 operand: computed in float32 with alpha as given, as torch
+    wide = torch.tensor(rng.standard_normal(n).astype(np.float32))
+    assert_bits(fc.add(ours(a), ours(wide), alpha=alpha), torch.add(a, wide, alpha=alpha))

@@ -52,12 +52,25 @@ constexpr IntLoops kMinInts = FB_INT_LOOPS(base::minimum_loop);
 constexpr IntLoops kPowInts = FB_INT_LOOPS(pow_loop);
 
 // alpha passed the meta step's check_alpha (Note [Meta step]); for bool
-// results any nonzero alpha means True.
+// results any nonzero alpha means True. PyTorch reads alpha in the dtype it computes in
+// (alpha.to<scalar_t>()): with float16/bfloat16 operands, x.add(y, alpha=0.7) multiplies by
+// bfloat16(0.7), as x + 0.7 adds bfloat16(0.7) (Note [16-bit op and a number]); an operand of a
+// wider floating dtype makes PyTorch compute in that dtype, with alpha as given.
+double alpha_in(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  const double al = alpha.to_double();
+  const ScalarType t = out.dtype();
+  const auto wider = [t](const Tensor& x) {
+    return !x.impl()->is_wrapped_number() && is_floating(x.dtype()) && x.dtype() != t;
+  };
+  if ((t != ScalarType::Float16 && t != ScalarType::BFloat16) || wider(a) || wider(b)) return al;
+  const auto f = static_cast<float>(al);
+  return t == ScalarType::BFloat16 ? static_cast<float>(BFloat16(f)) : static_cast<float>(Half(f));
+}
 void add_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  binary_out("add", out, a, b, kVecAdd, kAddInts, alpha.to_double());
+  binary_out("add", out, a, b, kVecAdd, kAddInts, alpha_in(out, a, b, alpha));
 }
 void sub_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  binary_out("sub", out, a, b, kVecSub, kSubInts, alpha.to_double());
+  binary_out("sub", out, a, b, kVecSub, kSubInts, alpha_in(out, a, b, alpha));
 }
 
 // Note [16-bit op and a number]

@@ -19,17 +19,20 @@ namespace {
 #define FB_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 #define FB_AVX512_BF16 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
 
+// a + alpha * b in one rounding (a fused multiply-add), as PyTorch's vectorized add and sub (and
+// flambeau's float32 loops, which the compiler contracts); alpha is already in the operands' dtype
+// (alpha_in, binary.cpp).
 template <int Op>
 FB_AVX512 inline __m512 apply(__m512 a, __m512 b, __m512 alpha, bool unit) {
-  if constexpr (Op == 0) return unit ? _mm512_add_ps(a, b) : _mm512_add_ps(a, _mm512_mul_ps(alpha, b));
-  if constexpr (Op == 1) return unit ? _mm512_sub_ps(a, b) : _mm512_sub_ps(a, _mm512_mul_ps(alpha, b));
+  if constexpr (Op == 0) return unit ? _mm512_add_ps(a, b) : _mm512_fmadd_ps(alpha, b, a);
+  if constexpr (Op == 1) return unit ? _mm512_sub_ps(a, b) : _mm512_fnmadd_ps(alpha, b, a);
   if constexpr (Op == 2) return _mm512_mul_ps(a, b);
   return _mm512_div_ps(a, b);
 }
 template <int Op>
 inline float apply1(float a, float b, float alpha, bool unit) {
-  if constexpr (Op == 0) return unit ? a + b : a + alpha * b;
-  if constexpr (Op == 1) return unit ? a - b : a - alpha * b;
+  if constexpr (Op == 0) return unit ? a + b : std::fma(alpha, b, a);
+  if constexpr (Op == 1) return unit ? a - b : std::fma(-alpha, b, a);
   if constexpr (Op == 2) return a * b;
   return a / b;
 }
