@@ -67,6 +67,19 @@ class PostAccumulateGradHookHandle:
         self.remove()
 
 
+def has_hooks(tensor: Tensor) -> bool:
+    """True while ``tensor`` has a post-accumulate-grad hook registered (and not removed).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.ones(1, requires_grad=True)
+        >>> handle = x.register_post_accumulate_grad_hook(lambda p: None)
+        >>> has_hooks(x), handle.remove(), has_hooks(x)
+        (True, None, False)
+    """
+    return id(tensor) in _registry
+
+
 def _accumulate_grad_node(tensor: Tensor) -> Any:
     with enable_grad():  # a view records its input's AccumulateGrad node as its next function
         return tensor.view_as(tensor).grad_fn.next_functions[0][0]

@@ -535,7 +535,7 @@ class DistributedDataParallel(Module, Joinable):
         if grad.data_ptr() != self._split_zero.data_ptr():
             object.__setattr__(self, "_split_outside", grad)
             return None
-        if id(self._params[self._split_index]) in _post_accumulate_hooks._registry:
+        if _post_accumulate_hooks.has_hooks(self._params[self._split_index]):
             # a post-accumulate-grad hook of the user's reads this .grad: zeros, never uninitialised memory
             return None
         return fc.empty(list(grad.shape), dtype=grad.dtype)

@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flambeau_core as fc
@@ -52,6 +52,27 @@ def others(n: int, indices: Sequence[int]) -> list[int]:
     """The indices below ``n`` not in ``indices``."""
     skip = set(indices)
     return [i for i in range(n) if i not in skip]
+
+
+def step_unfused(
+    step_one: Callable[[int], None],
+    params: list[Tensor],
+    grads: list[Tensor],
+    states: list[list[Tensor]],
+    steps: list[Tensor],
+) -> tuple[list[Tensor], list[Tensor], list[list[Tensor]], list[Tensor]] | None:
+    """Steps the parameters the fused op cannot take, ``step_one(i)`` each; returns what the fused op still has
+    to step, ``(params, grads, states, steps)`` at the other indices, or None when nothing is left. ``states``:
+    the step's state lists, one tensor per parameter, or empty where the step does not use that state."""
+    rest = unfused(params, grads, *states)
+    if not rest:
+        return params, grads, states, steps
+    for i in rest:
+        step_one(i)
+    keep = others(len(params), rest)
+    if not keep:
+        return None
+    return pick(params, keep), pick(grads, keep), [pick(s, keep) for s in states], pick(steps, keep)
 
 
 def sgd_one(

@@ -10,7 +10,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _fused_adagrad_
 
-from flambeau_nn.optim._unfused import adagrad_one, others, pick, unfused
+from flambeau_nn.optim._unfused import adagrad_one, step_unfused
 from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, check_lr, run_closure
 
 __all__ = ["Adagrad", "adagrad"]
@@ -135,24 +135,24 @@ def adagrad(
     maximize: bool,
 ) -> None:
     """One Adagrad step over all ``params`` in one fused call (Note [Optimizer step structure])."""
-    rest = unfused(params, grads, state_sums)
-    if rest:  # Note [Unfused optimizer steps]
-        for i in rest:
-            adagrad_one(
-                params[i],
-                grads[i],
-                state_sums[i],
-                state_steps[i],
-                lr=float(lr),
-                lr_decay=float(lr_decay),
-                weight_decay=float(weight_decay),
-                eps=float(eps),
-                maximize=bool(maximize),
-            )
-        keep = others(len(params), rest)
-        if not keep:
-            return
-        params, grads, state_sums, state_steps = (pick(x, keep) for x in (params, grads, state_sums, state_steps))
+
+    def one(i: int) -> None:  # Note [Unfused optimizer steps]
+        adagrad_one(
+            params[i],
+            grads[i],
+            state_sums[i],
+            state_steps[i],
+            lr=float(lr),
+            lr_decay=float(lr_decay),
+            weight_decay=float(weight_decay),
+            eps=float(eps),
+            maximize=bool(maximize),
+        )
+
+    fused = step_unfused(one, params, grads, [state_sums], state_steps)
+    if fused is None:
+        return
+    params, grads, (state_sums,), state_steps = fused
     _fused_adagrad_(
         params,
         grads,

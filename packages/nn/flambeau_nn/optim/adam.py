@@ -10,7 +10,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _fused_adam_
 
-from flambeau_nn.optim._unfused import adam_one, others, pick, unfused
+from flambeau_nn.optim._unfused import adam_one, step_unfused
 from flambeau_nn.optim.optimizer import Optimizer, check_adam_hyperparameters, check_fused_options, run_closure
 
 _FOREACH_TENSOR = "{} as a Tensor is not supported for capturable=False and foreach=True"
@@ -214,31 +214,28 @@ def adam(
     decoupled_weight_decay: bool = False,
 ) -> None:
     """One Adam step over all ``params`` in one fused call; updates the state (and the steps) in place."""
-    rest = unfused(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [])
-    if rest:  # Note [Unfused optimizer steps]
-        for i in rest:
-            adam_one(
-                params[i],
-                grads[i],
-                exp_avgs[i],
-                exp_avg_sqs[i],
-                max_exp_avg_sqs[i] if amsgrad else None,
-                state_steps[i],
-                beta1=float(beta1),
-                beta2=float(beta2),
-                lr=float(lr),
-                weight_decay=float(weight_decay),
-                eps=float(eps),
-                maximize=bool(maximize),
-                decoupled_weight_decay=bool(decoupled_weight_decay),
-            )
-        keep = others(len(params), rest)
-        if not keep:
-            return
-        params, grads, exp_avgs, exp_avg_sqs, state_steps = (
-            pick(x, keep) for x in (params, grads, exp_avgs, exp_avg_sqs, state_steps)
+
+    def one(i: int) -> None:  # Note [Unfused optimizer steps]
+        adam_one(
+            params[i],
+            grads[i],
+            exp_avgs[i],
+            exp_avg_sqs[i],
+            max_exp_avg_sqs[i] if amsgrad else None,
+            state_steps[i],
+            beta1=float(beta1),
+            beta2=float(beta2),
+            lr=float(lr),
+            weight_decay=float(weight_decay),
+            eps=float(eps),
+            maximize=bool(maximize),
+            decoupled_weight_decay=bool(decoupled_weight_decay),
         )
-        max_exp_avg_sqs = pick(max_exp_avg_sqs, keep) if amsgrad else max_exp_avg_sqs
+
+    fused = step_unfused(one, params, grads, [exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else []], state_steps)
+    if fused is None:
+        return
+    params, grads, (exp_avgs, exp_avg_sqs, max_exp_avg_sqs), state_steps = fused
     _fused_adam_(
         params,
         grads,

@@ -10,7 +10,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _fused_rmsprop_
 
-from flambeau_nn.optim._unfused import others, pick, rmsprop_one, unfused
+from flambeau_nn.optim._unfused import rmsprop_one, step_unfused
 from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, check_lr, run_closure
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -147,29 +147,28 @@ def rmsprop(
     maximize: bool,
 ) -> None:
     """One RMSprop step over all ``params`` in one fused call (Note [Optimizer step structure])."""
-    rest = unfused(params, grads, square_avgs, grad_avgs if centered else [], momentum_buffers if momentum > 0 else [])
-    if rest:  # Note [Unfused optimizer steps]
-        for i in rest:
-            rmsprop_one(
-                params[i],
-                grads[i],
-                square_avgs[i],
-                grad_avgs[i] if centered else None,
-                momentum_buffers[i] if momentum > 0 else None,
-                state_steps[i],
-                lr=float(lr),
-                alpha=float(alpha),
-                eps=float(eps),
-                weight_decay=float(weight_decay),
-                momentum=float(momentum),
-                maximize=bool(maximize),
-            )
-        keep = others(len(params), rest)
-        if not keep:
-            return
-        params, grads, square_avgs, state_steps = (pick(x, keep) for x in (params, grads, square_avgs, state_steps))
-        grad_avgs = pick(grad_avgs, keep) if centered else grad_avgs
-        momentum_buffers = pick(momentum_buffers, keep) if momentum > 0 else momentum_buffers
+
+    def one(i: int) -> None:  # Note [Unfused optimizer steps]
+        rmsprop_one(
+            params[i],
+            grads[i],
+            square_avgs[i],
+            grad_avgs[i] if centered else None,
+            momentum_buffers[i] if momentum > 0 else None,
+            state_steps[i],
+            lr=float(lr),
+            alpha=float(alpha),
+            eps=float(eps),
+            weight_decay=float(weight_decay),
+            momentum=float(momentum),
+            maximize=bool(maximize),
+        )
+
+    states = [square_avgs, grad_avgs if centered else [], momentum_buffers if momentum > 0 else []]
+    fused = step_unfused(one, params, grads, states, state_steps)
+    if fused is None:
+        return
+    params, grads, (square_avgs, grad_avgs, momentum_buffers), state_steps = fused
     _fused_rmsprop_(
         params,
         grads,
