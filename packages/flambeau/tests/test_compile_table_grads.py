@@ -39,12 +39,14 @@ def _model(lib, padding_idx=None):
 
 
 class Trainer:
-    def __init__(self, lib, state, u, i, y, padding_idx=None):
+    def __init__(self, lib, state, u, i, y, padding_idx=None, sgd=None):
         self.lib = lib
         self.model = _model(lib, padding_idx)
+        if next(iter(state.values())).dtype == np.float64:
+            self.model.double()
         self.model.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
         self.u, self.i, self.y = lib.tensor(u), lib.tensor(i), lib.tensor(y)
-        self.optimizer = lib.optim.SGD(self.model.parameters(), lr=0.1, momentum=0.9)
+        self.optimizer = lib.optim.SGD(self.model.parameters(), **(sgd or {"lr": 0.1, "momentum": 0.9}))
 
     def step(self):
         self.optimizer.zero_grad(set_to_none=True)
@@ -55,18 +57,19 @@ class Trainer:
         return loss
 
 
-def _trainers(padding_idx=None, seed=0, batch=BATCH):
+def _trainers(padding_idx=None, seed=0, batch=BATCH, sgd=None, dtype=np.float32):
     rng = np.random.default_rng(seed)
     state = {
-        "users.weight": rng.standard_normal((USERS, DIM)).astype(np.float32),
-        "items.weight": rng.standard_normal((ITEMS, DIM)).astype(np.float32),
-        "head.weight": rng.standard_normal((1, 2 * DIM)).astype(np.float32) * 0.3,
-        "head.bias": np.zeros(1, np.float32),
+        "users.weight": rng.standard_normal((USERS, DIM)).astype(dtype),
+        "items.weight": rng.standard_normal((ITEMS, DIM)).astype(dtype),
+        "head.weight": rng.standard_normal((1, 2 * DIM)).astype(dtype) * 0.3,
+        "head.bias": np.zeros(1, dtype),
     }
     u = rng.integers(0, USERS, batch)
     i = rng.integers(0, ITEMS, batch)
-    y = rng.integers(0, 2, batch).astype(np.float32)
-    return [Trainer(fb, state, u, i, y, padding_idx) for _ in range(2)], Trainer(torch, state, u, i, y, padding_idx)
+    y = rng.integers(0, 2, batch).astype(dtype)
+    fbs = [Trainer(fb, state, u, i, y, padding_idx, sgd) for _ in range(2)]
+    return fbs, Trainer(torch, state, u, i, y, padding_idx, sgd)
 
 
 def _state(t):
@@ -255,3 +258,89 @@ def test_the_setting_is_part_of_a_checked_capture_record():
             step()
         checks.append(step.checks)
     assert checks == [["replayed"], ["a record of an earlier check"], ["replayed"], ["a record of an earlier check"]]
+
+
+def _fused_op_sizes(step):
+    """Records how many parameters the step's fused SGD op gets on each call (the tables the kernel steps are
+    not among them, Note [Table SGD])."""
+    from flambeau.compiler._table_grads import TableSgd
+
+    sizes = []
+    (sgd,) = [v for v in step._last.program.run.__globals__.values() if isinstance(v, TableSgd)]
+    op = sgd.op
+    sgd.op = lambda params, *a, **k: (sizes.append(len(params)), op(params, *a, **k))[1]
+    return sizes
+
+
+@pytest.mark.parametrize(
+    "sgd",
+    [
+        {"lr": 0.1, "momentum": 0.9},
+        {"lr": 0.05, "momentum": 0.9, "nesterov": True},
+        {"lr": 0.1, "momentum": 0.5, "dampening": 0.3, "weight_decay": 0.01},
+        {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1, "maximize": True},
+        {"lr": 0.1, "momentum": 0.8, "nesterov": True, "weight_decay": 0.05},
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_tables_step_by_the_kernel_with_eager_bits_for_each_sgd_setting(sgd, dtype):
+    """Both tables step in the kernel, which reads only the gradient rows the batch wrote (the others are 0 in
+    eager's dense gradient): parameters, gradients and momentum buffers are eager's bits and torch's values."""
+    (eager, compiled), oracle = _trainers(sgd=sgd, dtype=dtype)
+    step = fb.compile(compiled.step)
+    for _ in range(3):
+        assert step().item() == eager.step().item()
+        oracle.step()
+    sizes = _fused_op_sizes(step)
+    for _ in range(8):
+        want, got, ref = eager.step(), step(), oracle.step()
+        assert got.item() == want.item()
+        np.testing.assert_allclose(got.item(), ref.item(), rtol=1e-5)
+        _assert_equal(eager, compiled)
+        for x, y in zip(_state(compiled), _state(oracle), strict=True):
+            np.testing.assert_allclose(x.numpy(), y.detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert sizes == [2] * 8  # the head's weight and bias; the tables stepped by the kernel
+
+
+def test_batches_of_two_sizes_alternating_equal_eager():
+    """Two captures (a batch of 64 and one of 40) alternate on the same tables: each drops the buffer the other
+    made the table's gradient, and every step keeps eager's values."""
+    (eager, compiled), _ = _trainers()
+    step = fb.compile(compiled.step)
+    rng = np.random.default_rng(7)
+    batches = {
+        t: {n: (t.u.new_zeros(n), t.i.new_zeros(n), t.y.new_zeros(n)) for n in (BATCH, 40)} for t in (eager, compiled)
+    }
+    for k in range(12):
+        n = BATCH if k % 2 == 0 else 40
+        u, i = fb.tensor(rng.integers(0, USERS, n)), fb.tensor(rng.integers(0, ITEMS, n))
+        y = fb.tensor(rng.integers(0, 2, n).astype(np.float32))
+        for t in (eager, compiled):
+            t.u, t.i, t.y = batches[t][n]
+            t.u.copy_(u), t.i.copy_(i), t.y.copy_(y)
+        assert step().item() == eager.step().item()
+        _assert_equal(eager, compiled)
+    assert len(step.graphs) == 2  # one capture per batch size, replayed in turn
+    assert _tables_reused(step)
+
+
+def test_the_step_moves_the_versions_as_eager():
+    """The kernel writes the tables and their momentum buffers through pointers; their version counters still
+    move, so a graph that saved a table before the step refuses to backward, as in eager."""
+    (eager, compiled), _ = _trainers()
+    step = fb.compile(compiled.step)
+    for _ in range(4):
+        step(), eager.step()
+    errors = []
+    for t, run in ((eager, eager.step), (compiled, step)):
+        w = t.model.users.weight
+        buf = t.optimizer.state[w]["momentum_buffer"]
+        versions = w._version, buf._version
+        y = (w * w).sum()  # saves the table
+        run()
+        assert w._version > versions[0] and buf._version > versions[1]
+        with pytest.raises(RuntimeError) as e:
+            y.backward()
+        errors.append(type(e.value))
+    assert errors[0] is errors[1]
+    _assert_equal(eager, compiled)

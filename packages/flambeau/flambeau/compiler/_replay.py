@@ -25,7 +25,7 @@ from flambeau_core._C import _set_grad_enabled
 
 from ._graph import Graph, Ref, refs_in, same_kind
 from ._live import Live
-from ._table_grads import plan
+from ._table_grads import TableSgd, plan
 
 
 class Program:
@@ -78,6 +78,8 @@ class Program:
                 lines.append(f"_set_grad_enabled({mode})")
             args = [expr(a) for a in node.args] + [f"{k}={expr(v)}" for k, v in node.kwargs.items()]
             call = f"{const(node.target, 'op')}({', '.join(args)})"
+            if tables is not None and node.name == "_fused_sgd_":  # the tables step by the kernel (Note [Table SGD])
+                call = f"{const(TableSgd(node.target, list(tables[2].values())), 't')}({', '.join(args)})"
             table = _table_of(tables, node)
             if table is not None and node.name == "Tensor.grad=":
                 lines.append(f"{const(table, 't')}.clear()")

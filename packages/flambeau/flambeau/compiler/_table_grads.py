@@ -27,10 +27,26 @@ time and, on the next call, zeroes only the rows it wrote then and adds this ste
 What the step returns, every ``.grad`` and the optimizer's state are eager's values; only ``W.grad``'s
 identity differs (the same tensor from step to step, where eager makes a new one), which nothing can tell
 apart while no one else holds it. ``fb.compiler.config.reuse_table_grads = False`` turns this off.
+
+Note [Table SGD]
+Where a C++ compiler is at hand the buffer's rows are written by a generated kernel (``_KERNEL``, built once
+per dtype, cached on disk as the fused kernels are) in one call: this step's rows in index order (``0 + g1 +
+g2 ...``, as above) and the last step's other rows back to 0, with a per-row stamp of the call that last
+wrote it. The step's ``_fused_sgd_`` then goes through :class:`TableSgd`: a table whose gradient the kernel
+wrote this call (and whose momentum buffer is a plain tensor of its shape) is stepped by the kernel, the
+other parameters by the captured op. The kernel's update is core's ``sgd_loop``, the same expressions (so
+the same contractions and bits), over rows, reading a row's gradient only where its stamp is this call's
+and using 0, eager's dense gradient's value, elsewhere: the table's update passes over the parameter and
+its momentum buffer (read and written) but not over the 3.8 MB of mostly-zero gradient of the benchmark
+NCF's tables. Both tables are one job of core's pool, their rows split evenly among its threads. The
+parameter's and buffer's version counters move as the fused op's do (a ``zero_`` of an empty view), so a
+graph that saved a table before the step still refuses to backward.
 """
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -38,11 +54,205 @@ from typing import Any
 import flambeau_core as fc
 from flambeau_autograd._C import _holders, _leaf_has_hooks
 
+from . import _cpp_kernel
 from ._graph import Graph, Ref, refs_in
 
 Tensor = fc.Tensor
 
 _FLOATS = (fc.float32, fc.float64)
+
+# One kernel, two calls (``c[0]``): 0 writes a batch's gradient rows into a table's gradient buffer, 1 steps
+# SGD over tables. Its text includes no standard header but <cstdint> and declares the three pool functions
+# of core it calls (as the batch norm relu kernel of _bn_relu.py).
+_KERNEL = r"""#include <cstdint>
+
+#include <flambeau/abi.h>
+
+namespace flambeau {
+int get_num_threads();
+bool in_parallel_region();
+namespace detail {
+bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx);
+}  // namespace detail
+}  // namespace flambeau
+
+namespace {
+[[gnu::used]] constexpr char kAbiMarker[] = "FLAMBEAU_ABI_TAG=" FLAMBEAU_ABI_TAG ";";
+using T = TYPE;
+constexpr int64_t kMaxTables = 8;
+constexpr int64_t kGrain = 32768;  // core's kGrainSize: elements per thread at least
+
+// The rows idx[k] of grad get g's rows k in index order, 0 + g1 + g2 ... as embedding_dense_backward adds
+// them (a row first written this call, stamp[r] != cur, starts from 0); then the rows of the last call
+// (prev) not written now go back to 0, and prev becomes this call's rows.
+void scatter(T* grad, const T* g, const int64_t* idx, int64_t* prev, int32_t* stamp, int64_t n, int64_t n_prev,
+             int32_t cur, int64_t d) {
+  constexpr int64_t kAhead = 8;  // rows prefetched ahead: the writes miss L2 (the buffer lives in L3)
+  const int64_t bytes = d * static_cast<int64_t>(sizeof(T));
+  for (int64_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) {
+      const char* ahead = reinterpret_cast<const char*>(grad + idx[k + kAhead] * d);
+      for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(ahead + o, 1);
+    }
+    T* __restrict row = grad + idx[k] * d;
+    const T* __restrict src = g + k * d;
+    if (stamp[idx[k]] != cur) {
+      stamp[idx[k]] = cur;
+      for (int64_t j = 0; j < d; ++j) row[j] = T(0) + src[j];
+    } else {
+      for (int64_t j = 0; j < d; ++j) row[j] = row[j] + src[j];
+    }
+  }
+  for (int64_t k = 0; k < n_prev; ++k) {
+    if (k + kAhead < n_prev && stamp[prev[k + kAhead]] != cur) {
+      const char* ahead = reinterpret_cast<const char*>(grad + prev[k + kAhead] * d);
+      for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(ahead + o, 1);
+    }
+    if (stamp[prev[k]] == cur) continue;
+    T* __restrict row = grad + prev[k] * d;
+    for (int64_t j = 0; j < d; ++j) row[j] = T(0);
+  }
+  for (int64_t k = 0; k < n; ++k) prev[k] = idx[k];
+}
+
+struct Table {
+  T *p, *buf;
+  const T* grad;
+  const int32_t* stamp;
+  int64_t rows, d, first;  // first: the table's first row in the rows of all tables
+  int32_t cur;
+};
+
+struct Sgd {
+  Table t[kMaxTables];
+  int64_t k, total, per;
+  T wd, mom, neg_lr, keep;
+  bool decay, maximize, nesterov, first_step;
+};
+
+// core's sgd_loop (src/cpu/foreach/foreach_kernels.inc), the same expressions, on n elements whose gradient
+// is g, or 0 where g is null (a row no index of the batch named: eager's dense gradient holds 0 there).
+inline T effective(T g, T p, T wd, bool maximize, bool decay) {
+  if (maximize) g = -g;
+  if (decay) g = g + wd * p;
+  return g;
+}
+
+template <bool kZero>
+void sgd_row(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n, const Sgd& h) {
+  const T mom = h.mom, neg_lr = h.neg_lr, keep = h.keep, wd = h.wd;
+  const bool maximize = h.maximize, decay = h.decay, nesterov = h.nesterov;
+  if (h.first_step) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = effective(kZero ? T(0) : g[i], p[i], wd, maximize, decay);
+      buf[i] = d;
+      p[i] = nesterov ? p[i] + neg_lr * (d + mom * d) : p[i] + neg_lr * d;
+    }
+  } else if (nesterov) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = effective(kZero ? T(0) : g[i], p[i], wd, maximize, decay);
+      const T b = buf[i] * mom + keep * d;
+      buf[i] = b;
+      p[i] = p[i] + neg_lr * (d + mom * b);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = effective(kZero ? T(0) : g[i], p[i], wd, maximize, decay);
+      const T b = buf[i] * mom + keep * d;
+      buf[i] = b;
+      p[i] = p[i] + neg_lr * b;
+    }
+  }
+}
+
+void sgd_chunk(void* ctx, int64_t c) {
+  const Sgd& h = *static_cast<const Sgd*>(ctx);
+  const int64_t lo = c * h.per, hi = lo + h.per < h.total ? lo + h.per : h.total;
+  for (int64_t k = 0; k < h.k; ++k) {
+    const Table& t = h.t[k];
+    const int64_t b = lo > t.first ? lo : t.first, e = hi < t.first + t.rows ? hi : t.first + t.rows;
+    for (int64_t r = b - t.first; r < e - t.first; ++r) {
+      const int64_t o = r * t.d;
+      if (t.stamp[r] == t.cur)
+        sgd_row<false>(t.p + o, t.grad + o, t.buf + o, t.d, h);
+      else
+        sgd_row<true>(t.p + o, nullptr, t.buf + o, t.d, h);
+    }
+  }
+}
+}  // namespace
+
+// c: {0, n, n_prev, cur, d, rows} with ptr: {grad, g, idx, prev, stamp}; or {1, k, flags, then rows, d, cur per
+// table} with ptr: {p, buf, grad, stamp} per table and h: {weight_decay, momentum, lr, dampening}.
+extern "C" void NAME(void** ptr, int64_t* c, const double* h) {
+  if (c[0] == 0) {
+    const int64_t* idx = static_cast<const int64_t*>(ptr[2]);
+    for (int64_t k = 0; k < c[1]; ++k) {
+      if (idx[k] < 0 || idx[k] >= c[5]) {  // changed since the embedding checked it: nothing written
+        c[0] = -1;
+        return;
+      }
+    }
+    scatter(static_cast<T*>(ptr[0]), static_cast<const T*>(ptr[1]), static_cast<const int64_t*>(ptr[2]),
+            static_cast<int64_t*>(ptr[3]), static_cast<int32_t*>(ptr[4]), c[1], c[2], static_cast<int32_t>(c[3]),
+            c[4]);
+    return;
+  }
+  Sgd s{};
+  s.k = c[1] < kMaxTables ? c[1] : kMaxTables;
+  const int64_t flags = c[2];
+  s.decay = h[0] != 0, s.maximize = flags & 1, s.nesterov = flags & 2, s.first_step = flags & 4;
+  s.wd = T(h[0]), s.mom = T(h[1]), s.neg_lr = T(-h[2]), s.keep = T(1 - h[3]);
+  int64_t elements = 0;
+  for (int64_t k = 0; k < s.k; ++k) {
+    Table& t = s.t[k];
+    t.p = static_cast<T*>(ptr[4 * k]), t.buf = static_cast<T*>(ptr[4 * k + 1]);
+    t.grad = static_cast<const T*>(ptr[4 * k + 2]), t.stamp = static_cast<const int32_t*>(ptr[4 * k + 3]);
+    t.rows = c[3 + 3 * k], t.d = c[4 + 3 * k], t.cur = static_cast<int32_t>(c[5 + 3 * k]);
+    t.first = s.total;
+    s.total += t.rows;
+    elements += t.rows * t.d;
+  }
+  if (s.total == 0) return;
+  // parallel_for's split (Note [Dynamic chunks]): a thread per grain of elements, up to 4 chunks a thread.
+  int64_t threads = flambeau::in_parallel_region() ? 1 : flambeau::get_num_threads();
+  if (threads > (elements + kGrain - 1) / kGrain) threads = (elements + kGrain - 1) / kGrain;
+  const int64_t want = threads > 1 ? 4 * threads : 1;
+  s.per = (s.total + want - 1) / want;
+  const int64_t chunks = (s.total + s.per - 1) / s.per;
+  if (threads > 1 && flambeau::detail::run_chunks_on_pool(chunks, static_cast<int>(threads), sgd_chunk, &s)) return;
+  for (int64_t i = 0; i < chunks; ++i) sgd_chunk(&s, i);
+}
+"""
+
+
+_CTYPES = {fc.float32: "float", fc.float64: "double"}
+_kernels: dict[Any, Any] = {}  # dtype -> the loaded kernel, or None where it could not be built
+
+
+def _kernel(dtype: Any) -> Any:
+    """The kernel for ``dtype`` (built on first use), or None where it cannot be built (the ops run instead)."""
+    try:
+        return _kernels[dtype]
+    except KeyError:
+        pass
+    text = f"// fb.compile table gradient kernel; isa: {_cpp_kernel.isa()}\n{_KERNEL}".replace("TYPE", _CTYPES[dtype])
+    name = "fb_table_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    try:
+        fn = _cpp_kernel.kernel(text.replace("NAME", name), name, [ctypes.c_void_p] * 3)
+    except RuntimeError:
+        fn = None
+    _kernels[dtype] = fn
+    return fn
+
+
+def _bump(t: Tensor, views: dict[int, tuple[int, Tensor]]) -> None:
+    """Moves ``t``'s version counter, as an in-place op would: a zero_ of an empty view of it (kept per tensor)."""
+    ptr = t.data_ptr()
+    kept = views.get(id(t))
+    if kept is None or kept[0] != ptr:
+        kept = views[id(t)] = (ptr, t.view(-1)[:0])
+    kept[1].zero_()
 
 
 class TableStep:
@@ -65,7 +275,7 @@ class TableStep:
 class TableGrad:
     """One embedding table's gradient buffer across the calls of a replay (Note [Reused table gradients])."""
 
-    __slots__ = ("step", "weight", "buffer", "version", "rows", "out", "idx", "on")
+    __slots__ = ("step", "weight", "buffer", "version", "rows", "out", "idx", "on", "stamp", "cur", "prev", "ready")
 
     def __init__(self, step: TableStep, weight: Tensor) -> None:
         self.step, self.weight = step, weight
@@ -75,6 +285,12 @@ class TableGrad:
         self.out: Tensor | None = None  # this call's embedding result, a leaf whose .grad backward fills
         self.idx: Tensor | None = None
         self.on = False
+        # With the kernel (Note [Table SGD]): per row of the table, the last call that wrote it (int32), this
+        # call's number, the rows the last call wrote (n_prev of them); ready: this call's gradient is written.
+        self.stamp: Tensor | None = None
+        self.cur = 0
+        self.prev: tuple[Tensor, int] | None = None
+        self.ready = False
 
     def clear(self) -> None:
         """Stands for the step's ``W.grad = None``; keeps the buffer only if nothing else can see it."""
@@ -89,7 +305,8 @@ class TableGrad:
             and sys.getrefcount(buf) == 3
             and _holders(buf) == (3, 1)
         ):
-            self.buffer = self.rows = None
+            self.buffer = self.rows = self.stamp = self.prev = None
+        self.ready = False
         w.grad = None
 
     def forward(self, fn: Callable[..., Tensor], w: Tensor, idx: Any, *rest: Any) -> Tensor:
@@ -112,6 +329,10 @@ class TableGrad:
         if g is None or idx is None:  # no gradient reached the table: eager leaves its .grad None
             return
         w, buf = self.weight, self.buffer
+        kernel = _kernel(w.dtype) if g.dtype == w.dtype and g.is_contiguous() and g.dim() == 2 else None
+        if kernel is not None and (self.stamp is not None or buf is None):
+            self._scatter(kernel, w, g, idx)
+            return
         # Neither requires grad (the buffer is the program's, g a gradient): autograd records nothing.
         if buf is None:
             buf = fc.zeros(w.shape, dtype=w.dtype)
@@ -121,6 +342,93 @@ class TableGrad:
         self.rows = idx.clone()
         w.grad = buf
         self.buffer, self.version = buf, buf._version
+
+    def _scatter(self, kernel: Any, w: Tensor, g: Tensor, idx: Tensor) -> None:
+        """finish() by the kernel: this call's rows written, the last call's others zeroed, in one pass."""
+        buf, n = self.buffer, idx.shape[0]
+        if buf is None or self.stamp is None or self.prev is None or self.prev[0].shape[0] != n:
+            if buf is None:
+                buf = fc.zeros(w.shape, dtype=w.dtype)
+            elif self.prev is not None:  # a batch of another size: the last rows zeroed as the ops would
+                buf.index_fill_(0, self.prev[0][: self.prev[1]], 0)
+            self.stamp, self.cur = fc.zeros(w.shape[0], dtype=fc.int32), 1
+            self.prev = (fc.empty(n, dtype=fc.int64), 0)
+        if self.cur >= 1 << 30:  # the call numbers start again
+            self.stamp.zero_()
+            self.cur = 1
+        self.cur += 1
+        prev, n_prev = self.prev
+        ptrs = (ctypes.c_void_p * 5)(
+            buf.data_ptr(), g.data_ptr(), idx.data_ptr(), prev.data_ptr(), self.stamp.data_ptr()
+        )
+        ints = (ctypes.c_int64 * 6)(0, n, n_prev, self.cur, w.shape[1], w.shape[0])
+        kernel(ptrs, ints, None)
+        if ints[0] < 0:
+            raise IndexError("index out of range in self")
+        self.prev = (prev, n)
+        w.grad = buf
+        self.buffer, self.version, self.ready = buf, buf._version, True
+
+
+class TableSgd:
+    """The step's ``_fused_sgd_`` call (Note [Table SGD]): the tables whose gradient this call's kernel wrote step
+    by the kernel, reading only their written rows; the other parameters go to ``op`` as captured."""
+
+    __slots__ = ("op", "tables", "views")
+
+    def __init__(self, op: Callable[..., Any], tables: list[TableGrad]) -> None:
+        self.op, self.tables = op, tables
+        self.views: dict[int, tuple[int, Tensor]] = {}  # for _bump
+
+    def __call__(self, params: list[Tensor], grads: list[Any], bufs: list[Any], **hyper: Any) -> Any:
+        done = self._tables(params, grads, bufs, hyper)
+        if not done:
+            return self.op(params, grads, bufs, **hyper)
+        keep = [i for i in range(len(params)) if i not in done]
+        if keep:
+            self.op([params[i] for i in keep], [grads[i] for i in keep], [bufs[i] for i in keep], **hyper)
+        return None
+
+    def _tables(self, params: list[Tensor], grads: list[Any], bufs: list[Any], hyper: dict[str, Any]) -> list[int]:
+        """Steps the tables the kernel can take; returns their indices in ``params``."""
+        if len(hyper) != 7 or float(hyper["momentum"]) == 0 or len(bufs) != len(params) or fc.is_grad_enabled():
+            return []
+        done: list[int] = []
+        ptrs: list[int] = []
+        ints = [1, 0, int(bool(hyper["maximize"])) | 2 * bool(hyper["nesterov"]) | 4 * bool(hyper["is_first_step"])]
+        dtype = None
+        for t in self.tables:
+            if not t.ready or len(done) == 8:
+                continue
+            w, g = t.weight, t.buffer
+            i = next((k for k, p in enumerate(params) if p is w), -1)
+            b = bufs[i] if i >= 0 else None
+            if (
+                i < 0
+                or grads[i] is not g
+                or type(b) is not Tensor
+                or i in done
+                or (dtype is not None and w.dtype != dtype)
+            ):
+                continue
+            if not (
+                b.dtype == w.dtype and b.shape == w.shape and b.is_contiguous() and b.is_cpu and not b.requires_grad
+            ):
+                continue
+            dtype = w.dtype
+            done.append(i)
+            ptrs += [w.data_ptr(), b.data_ptr(), g.data_ptr(), t.stamp.data_ptr()]  # type: ignore[union-attr]
+            ints += [w.shape[0], w.shape[1], t.cur]
+        kernel = _kernel(dtype) if done else None
+        if kernel is None:
+            return []
+        ints[1] = len(done)
+        h = (ctypes.c_double * 4)(hyper["weight_decay"], hyper["momentum"], hyper["lr"], hyper["dampening"])
+        kernel((ctypes.c_void_p * len(ptrs))(*ptrs), (ctypes.c_int64 * len(ints))(*ints), h)
+        for i in done:  # the versions move, as the fused op's
+            _bump(params[i], self.views)
+            _bump(bufs[i], self.views)
+        return done
 
 
 # What may read a table's embedding result (a leaf on the reuse path): ops that neither write their input in
