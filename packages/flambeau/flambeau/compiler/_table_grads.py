@@ -32,7 +32,8 @@ Note [Table SGD]
 Where a C++ compiler is at hand the buffer's rows are written by a generated kernel (``_KERNEL``, built once
 per dtype, cached on disk as the fused kernels are) in one call: this step's rows in index order (``0 + g1 +
 g2 ...``, as above) and the last step's other rows back to 0, with a per-row stamp of the call that last
-wrote it. The step's ``_fused_sgd_`` then goes through :class:`TableSgd`: a table whose gradient the kernel
+wrote it (each thread of core's pool owns a range of rows and scans all the indices, so a row's sums keep
+their order). The step's ``_fused_sgd_`` then goes through :class:`TableSgd`: a table whose gradient the kernel
 wrote this call (and whose momentum buffer is a plain tensor of its shape) is stepped by the kernel, the
 other parameters by the captured op. The kernel's update is core's ``sgd_loop``, the same expressions (so
 the same contractions and bits), over rows, reading a row's gradient only where its stamp is this call's
@@ -84,35 +85,50 @@ constexpr int64_t kGrain = 32768;  // core's kGrainSize: elements per thread at 
 
 // The rows idx[k] of grad get g's rows k in index order, 0 + g1 + g2 ... as embedding_dense_backward adds
 // them (a row first written this call, stamp[r] != cur, starts from 0); then the rows of the last call
-// (prev) not written now go back to 0, and prev becomes this call's rows.
-void scatter(T* grad, const T* g, const int64_t* idx, int64_t* prev, int32_t* stamp, int64_t n, int64_t n_prev,
-             int32_t cur, int64_t d) {
-  constexpr int64_t kAhead = 8;  // rows prefetched ahead: the writes miss L2 (the buffer lives in L3)
-  const int64_t bytes = d * static_cast<int64_t>(sizeof(T));
-  for (int64_t k = 0; k < n; ++k) {
-    if (k + kAhead < n) {
-      const char* ahead = reinterpret_cast<const char*>(grad + idx[k + kAhead] * d);
-      for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(ahead + o, 1);
-    }
-    T* __restrict row = grad + idx[k] * d;
-    const T* __restrict src = g + k * d;
-    if (stamp[idx[k]] != cur) {
-      stamp[idx[k]] = cur;
+// (prev) not written now go back to 0. Each thread owns a range of rows [lo, hi) and scans all the indices
+// (as core's embedding_dense_backward): a row's additions stay in index order on one thread.
+struct Scatter {
+  T* grad;
+  const T* g;
+  const int64_t *idx, *prev;
+  int32_t* stamp;
+  int64_t n, n_prev, d, per;
+  int32_t cur;
+};
+
+inline void prefetch_row(const T* row, int64_t bytes) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 1);
+}
+
+void scatter_rows(void* ctx, int64_t chunk) {
+  const Scatter& s = *static_cast<const Scatter*>(ctx);
+  const int64_t lo = chunk * s.per, hi = lo + s.per, d = s.d, bytes = d * static_cast<int64_t>(sizeof(T));
+  constexpr int64_t kAhead = 8;  // indices looked ahead for a prefetch: the rows' writes miss L2 (L3)
+  for (int64_t k = 0; k < s.n; ++k) {
+    if (k + kAhead < s.n && s.idx[k + kAhead] >= lo && s.idx[k + kAhead] < hi)
+      prefetch_row(s.grad + s.idx[k + kAhead] * d, bytes);
+    const int64_t r = s.idx[k];
+    if (r < lo || r >= hi) continue;
+    T* __restrict row = s.grad + r * d;
+    const T* __restrict src = s.g + k * d;
+    if (s.stamp[r] != s.cur) {
+      s.stamp[r] = s.cur;
       for (int64_t j = 0; j < d; ++j) row[j] = T(0) + src[j];
     } else {
       for (int64_t j = 0; j < d; ++j) row[j] = row[j] + src[j];
     }
   }
-  for (int64_t k = 0; k < n_prev; ++k) {
-    if (k + kAhead < n_prev && stamp[prev[k + kAhead]] != cur) {
-      const char* ahead = reinterpret_cast<const char*>(grad + prev[k + kAhead] * d);
-      for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(ahead + o, 1);
+  for (int64_t k = 0; k < s.n_prev; ++k) {
+    if (k + kAhead < s.n_prev) {
+      const int64_t a = s.prev[k + kAhead];
+      if (a >= lo && a < hi && s.stamp[a] != s.cur) prefetch_row(s.grad + a * d, bytes);
     }
-    if (stamp[prev[k]] == cur) continue;
-    T* __restrict row = grad + prev[k] * d;
+    const int64_t r = s.prev[k];
+    if (r < lo || r >= hi || s.stamp[r] == s.cur) continue;
+    T* __restrict row = s.grad + r * d;
     for (int64_t j = 0; j < d; ++j) row[j] = T(0);
   }
-  for (int64_t k = 0; k < n; ++k) prev[k] = idx[k];
 }
 
 struct Table {
@@ -193,9 +209,20 @@ extern "C" void NAME(void** ptr, int64_t* c, const double* h) {
         return;
       }
     }
-    scatter(static_cast<T*>(ptr[0]), static_cast<const T*>(ptr[1]), static_cast<const int64_t*>(ptr[2]),
-            static_cast<int64_t*>(ptr[3]), static_cast<int32_t*>(ptr[4]), c[1], c[2], static_cast<int32_t>(c[3]),
-            c[4]);
+    Scatter s{static_cast<T*>(ptr[0]), static_cast<const T*>(ptr[1]), idx, static_cast<int64_t*>(ptr[3]),
+              static_cast<int32_t*>(ptr[4]), c[1], c[2], c[4], c[5], static_cast<int32_t>(c[3])};
+    // Two threads where the rows written and zeroed are a grain of elements or more.
+    int64_t threads = flambeau::in_parallel_region() ? 1 : flambeau::get_num_threads();
+    if (threads > (s.n + s.n_prev) * s.d / kGrain) threads = (s.n + s.n_prev) * s.d / kGrain;
+    if (threads > 1) {
+      s.per = (c[5] + threads - 1) / threads;
+      if (!flambeau::detail::run_chunks_on_pool(threads, static_cast<int>(threads), scatter_rows, &s))
+        for (int64_t i = 0; i < threads; ++i) scatter_rows(&s, i);
+    } else {
+      scatter_rows(&s, 0);
+    }
+    int64_t* prev = static_cast<int64_t*>(ptr[3]);
+    for (int64_t k = 0; k < s.n; ++k) prev[k] = idx[k];
     return;
   }
   Sgd s{};
