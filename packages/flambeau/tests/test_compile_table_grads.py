@@ -344,3 +344,70 @@ def test_the_step_moves_the_versions_as_eager():
         errors.append(type(e.value))
     assert errors[0] is errors[1]
     _assert_equal(eager, compiled)
+
+
+def test_the_cat_of_the_lookups_is_one_gather_with_eager_values(monkeypatch):
+    """Note [Table cat]: the step's cat of the two lookups is written by the kernel's gather, straight into the
+    cat's rows; the tables read their columns of its gradient. Every value stays eager's."""
+    from flambeau.compiler._table_grads import TableCat
+
+    gathered = []
+    gather = TableCat._gather
+    monkeypatch.setattr(TableCat, "_gather", lambda self: (gathered.append(1), gather(self))[1])
+    (eager, compiled), _ = _trainers()
+    step = fb.compile(compiled.step)
+    for _ in range(8):
+        assert step().item() == eager.step().item()
+        _assert_equal(eager, compiled)
+    assert len(gathered) >= 5  # the replayed calls
+
+
+def test_an_index_out_of_range_raises_eagers_error_and_changes_nothing():
+    (eager, compiled), _ = _trainers()
+    step = fb.compile(compiled.step)
+    for _ in range(4):
+        assert step().item() == eager.step().item()
+
+    def values(t):  # parameters and momentum buffers
+        params = list(t.model.parameters())
+        return [p.detach().clone() for p in params] + [t.optimizer.state[p]["momentum_buffer"].clone() for p in params]
+
+    before = values(compiled)
+    errors = []
+    for t, run in ((eager, eager.step), (compiled, step)):
+        t.i[5] = ITEMS + 2
+        with pytest.raises(IndexError) as e:
+            run()
+        errors.append(str(e.value))
+        assert all(p.grad is None for p in t.model.parameters())  # zero_grad ran, backward did not
+        t.i[5] = 1
+    assert errors[0] == errors[1]
+    for x, y in zip(before, values(compiled), strict=True):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    for _ in range(3):  # and the steps go on
+        assert step().item() == eager.step().item()
+        _assert_equal(eager, compiled)
+
+
+class SharedLookupTrainer(Trainer):
+    """A lookup read by the cat and by a term of the loss: the cat cannot be the gather alone."""
+
+    def step(self):
+        self.optimizer.zero_grad(set_to_none=True)
+        e = self.model.users(self.u)
+        x = self.lib.cat([e, self.model.items(self.i)], 1)
+        loss = self.lib.nn.functional.binary_cross_entropy_with_logits(self.model.head(x).flatten(), self.y)
+        loss = loss + 0.01 * e.square().mean()
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+
+def test_a_lookup_read_besides_the_cat_equals_eager():
+    (eager, compiled), _ = _trainers()
+    for t in (eager, compiled):
+        t.__class__ = SharedLookupTrainer
+    step = fb.compile(compiled.step)
+    for _ in range(6):
+        assert step().item() == eager.step().item()
+        _assert_equal(eager, compiled)

@@ -80,6 +80,8 @@ class Program:
             call = f"{const(node.target, 'op')}({', '.join(args)})"
             if tables is not None and node.name == "_fused_sgd_":  # the tables step by the kernel (Note [Table SGD])
                 call = f"{const(TableSgd(node.target, list(tables[2].values())), 't')}({', '.join(args)})"
+            elif tables is not None and index in tables[3]:  # a cat of table lookups (Note [Table cat])
+                call = f"{const(tables[3][index], 't')}({', '.join([const(node.target, 'op'), *args])})"
             table = _table_of(tables, node)
             if table is not None and node.name == "Tensor.grad=":
                 lines.append(f"{const(table, 't')}.clear()")

@@ -42,6 +42,17 @@ its momentum buffer (read and written) but not over the 3.8 MB of mostly-zero gr
 NCF's tables. Both tables are one job of core's pool, their rows split evenly among its threads. The
 parameter's and buffer's version counters move as the fused op's do (a ``zero_`` of an empty view), so a
 graph that saved a table before the step still refuses to backward.
+
+Note [Table cat]
+A ``cat([lookup, lookup, ...], 1)`` whose operands are all lookups of the plan's tables, each read by that cat
+alone (the benchmark NCF's user and item embeddings), is one gather of the kernel straight into the cat's
+rows: :meth:`TableGrad.forward` leaves its lookup to the cat (a sentinel stands for it), :class:`TableCat`
+checks every index (one out of range: the ops run and raise eager's error, nothing written), gathers, and
+makes the result the leaf backward stops at; each table's finish() reads its columns of that leaf's
+gradient (rows of stride the cat's width). No lookup results, no copy into the cat, no copies of the
+gradient's column slices into the lookups' leaves. The cat's values and the step's are eager's (copies of
+the same rows). Any operand that is not left to the cat (a hook turned the reuse off) has the left ones
+made as :meth:`TableGrad.forward` would and the cat run as captured.
 """
 
 from __future__ import annotations
@@ -92,13 +103,41 @@ struct Scatter {
   const T* g;
   const int64_t *idx, *prev;
   int32_t* stamp;
-  int64_t n, n_prev, d, per;
+  int64_t n, n_prev, d, per, gs;  // gs: the stride of g's rows
   int32_t cur;
 };
 
 inline void prefetch_row(const T* row, int64_t bytes) {
   const char* p = reinterpret_cast<const char*>(row);
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 1);
+}
+
+// The lookups of tables whose results one cat joins along dim 1, written straight into the cat's rows: row k
+// of table t at columns [offset, offset + d) of row k of out (ld columns).
+struct Gather {
+  T* out;
+  const T* w[kMaxTables];
+  const int64_t* idx[kMaxTables];
+  int64_t d[kMaxTables], offset[kMaxTables];
+  int64_t k, n, ld, per;
+};
+
+void gather_rows(void* ctx, int64_t chunk) {
+  const Gather& s = *static_cast<const Gather*>(ctx);
+  const int64_t lo = chunk * s.per, hi = lo + s.per < s.n ? lo + s.per : s.n;
+  constexpr int64_t kAhead = 8;
+  for (int64_t i = lo; i < hi; ++i) {
+    for (int64_t t = 0; t < s.k; ++t) {
+      const int64_t d = s.d[t];
+      if (i + kAhead < hi) {
+        const char* a = reinterpret_cast<const char*>(s.w[t] + s.idx[t][i + kAhead] * d);
+        for (int64_t o = 0; o < d * static_cast<int64_t>(sizeof(T)); o += 64) __builtin_prefetch(a + o);
+      }
+      const T* __restrict src = s.w[t] + s.idx[t][i] * d;
+      T* __restrict dst = s.out + i * s.ld + s.offset[t];
+      for (int64_t j = 0; j < d; ++j) dst[j] = src[j];
+    }
+  }
 }
 
 void scatter_rows(void* ctx, int64_t chunk) {
@@ -111,7 +150,7 @@ void scatter_rows(void* ctx, int64_t chunk) {
     const int64_t r = s.idx[k];
     if (r < lo || r >= hi) continue;
     T* __restrict row = s.grad + r * d;
-    const T* __restrict src = s.g + k * d;
+    const T* __restrict src = s.g + k * s.gs;
     if (s.stamp[r] != s.cur) {
       s.stamp[r] = s.cur;
       for (int64_t j = 0; j < d; ++j) row[j] = T(0) + src[j];
@@ -198,9 +237,31 @@ void sgd_chunk(void* ctx, int64_t c) {
 }
 }  // namespace
 
-// c: {0, n, n_prev, cur, d, rows} with ptr: {grad, g, idx, prev, stamp}; or {1, k, flags, then rows, d, cur per
-// table} with ptr: {p, buf, grad, stamp} per table and h: {weight_decay, momentum, lr, dampening}.
+// c: {0, n, n_prev, cur, d, rows, g's row stride} with ptr: {grad, g, idx, prev, stamp}; or {1, k, flags,
+// then rows, d, cur per table} with ptr: {p, buf, grad, stamp} per table and h: {weight_decay, momentum, lr,
+// dampening}; or the gather's (below).
 extern "C" void NAME(void** ptr, int64_t* c, const double* h) {
+  if (c[0] == 2) {  // c: {2, k, n, ld, then rows, d, offset per table}; ptr: {out, then w, idx per table}
+    Gather s{};
+    s.out = static_cast<T*>(ptr[0]), s.k = c[1] < kMaxTables ? c[1] : kMaxTables, s.n = c[2], s.ld = c[3];
+    for (int64_t t = 0; t < s.k; ++t) {
+      s.w[t] = static_cast<const T*>(ptr[1 + 2 * t]), s.idx[t] = static_cast<const int64_t*>(ptr[2 + 2 * t]);
+      s.d[t] = c[5 + 3 * t], s.offset[t] = c[6 + 3 * t];
+      for (int64_t i = 0; i < s.n; ++i) {
+        if (s.idx[t][i] < 0 || s.idx[t][i] >= c[4 + 3 * t]) {  // the op raises its error: nothing written
+          c[0] = -1;
+          return;
+        }
+      }
+    }
+    int64_t threads = flambeau::in_parallel_region() ? 1 : flambeau::get_num_threads();
+    if (threads > s.n * s.ld / kGrain) threads = s.n * s.ld / kGrain;
+    s.per = threads > 1 ? (s.n + threads - 1) / threads : s.n;
+    const int use = static_cast<int>(threads);
+    if (threads > 1 && flambeau::detail::run_chunks_on_pool(threads, use, gather_rows, &s)) return;
+    for (int64_t i = 0; i * s.per < s.n; ++i) gather_rows(&s, i);
+    return;
+  }
   if (c[0] == 0) {
     const int64_t* idx = static_cast<const int64_t*>(ptr[2]);
     for (int64_t k = 0; k < c[1]; ++k) {
@@ -210,7 +271,7 @@ extern "C" void NAME(void** ptr, int64_t* c, const double* h) {
       }
     }
     Scatter s{static_cast<T*>(ptr[0]), static_cast<const T*>(ptr[1]), idx, static_cast<int64_t*>(ptr[3]),
-              static_cast<int32_t*>(ptr[4]), c[1], c[2], c[4], c[5], static_cast<int32_t>(c[3])};
+              static_cast<int32_t*>(ptr[4]), c[1], c[2], c[4], c[5], c[6], static_cast<int32_t>(c[3])};
     // Two threads where the rows written and zeroed are a grain of elements or more.
     int64_t threads = flambeau::in_parallel_region() ? 1 : flambeau::get_num_threads();
     if (threads > (s.n + s.n_prev) * s.d / kGrain) threads = (s.n + s.n_prev) * s.d / kGrain;
@@ -302,7 +363,10 @@ class TableStep:
 class TableGrad:
     """One embedding table's gradient buffer across the calls of a replay (Note [Reused table gradients])."""
 
-    __slots__ = ("step", "weight", "buffer", "version", "rows", "out", "idx", "on", "stamp", "cur", "prev", "ready")
+    __slots__ = (
+        "step", "weight", "buffer", "version", "rows", "out", "idx", "on", "stamp", "cur", "prev", "ready", "cat",
+        "deferred", "column",
+    )  # fmt: skip
 
     def __init__(self, step: TableStep, weight: Tensor) -> None:
         self.step, self.weight = step, weight
@@ -318,6 +382,11 @@ class TableGrad:
         self.cur = 0
         self.prev: tuple[Tensor, int] | None = None
         self.ready = False
+        # Note [Table cat]: the cat that joins this lookup with others (set by plan), the lookup's arguments
+        # while the cat has not run it, this call's column in the cat's result (its gradient's columns).
+        self.cat: TableCat | None = None
+        self.deferred: tuple[Any, ...] | None = None
+        self.column = -1
 
     def clear(self) -> None:
         """Stands for the step's ``W.grad = None``; keeps the buffer only if nothing else can see it."""
@@ -333,12 +402,17 @@ class TableGrad:
             and _holders(buf) == (3, 1)
         ):
             self.buffer = self.rows = self.stamp = self.prev = None
-        self.ready = False
+        self.ready, self.deferred, self.column = False, None, -1
         w.grad = None
 
-    def forward(self, fn: Callable[..., Tensor], w: Tensor, idx: Any, *rest: Any) -> Tensor:
-        """The embedding; on the reuse path, of ``w.detach()`` with the result made a leaf."""
+    def forward(self, fn: Callable[..., Tensor], w: Tensor, idx: Any, *rest: Any) -> Any:
+        """The embedding; on the reuse path, of ``w.detach()`` with the result made a leaf, or left to the cat that
+        reads it (Note [Table cat])."""
+        self.column = -1
         if self.on and isinstance(idx, Tensor) and idx.dim() == 1 and idx.dtype == fc.int64:
+            if self.cat is not None and idx.is_contiguous():
+                self.deferred = (fn, w, idx, rest)
+                return _DEFERRED
             out = fn(w.detach(), idx, *rest)
             out.requires_grad_(True)
             self.out, self.idx = out, idx
@@ -346,17 +420,33 @@ class TableGrad:
         self.on = False
         return fn(w, idx, *rest)
 
+    def materialize(self) -> Tensor:
+        """The lookup the cat left to this table: the embedding made now, as :meth:`forward` would have."""
+        fn, w, idx, rest = self.deferred  # type: ignore[misc]
+        self.deferred = None
+        out = fn(w.detach(), idx, *rest)
+        out.requires_grad_(True)
+        self.out, self.idx = out, idx
+        return out
+
     def finish(self) -> None:
         """Right after backward: gives the table its gradient, as ``embedding_dense_backward`` would."""
         if not self.on:
             return
         out, idx = self.out, self.idx
         self.out = self.idx = None
-        g = out.grad if out is not None else None
+        if self.column >= 0:  # the cat's result holds the lookup (Note [Table cat]): its columns of the gradient
+            out = self.cat.take()  # type: ignore[union-attr]
+            g = out.grad if out is not None else None
+            if g is not None:
+                g = g[:, self.column : self.column + self.weight.shape[1]]
+        else:
+            g = out.grad if out is not None else None
         if g is None or idx is None:  # no gradient reached the table: eager leaves its .grad None
             return
         w, buf = self.weight, self.buffer
-        kernel = _kernel(w.dtype) if g.dtype == w.dtype and g.is_contiguous() and g.dim() == 2 else None
+        rows_ok = g.dim() == 2 and g.stride(1) == 1
+        kernel = _kernel(w.dtype) if g.dtype == w.dtype and rows_ok else None
         if kernel is not None and (self.stamp is not None or buf is None):
             self._scatter(kernel, w, g, idx)
             return
@@ -388,13 +478,79 @@ class TableGrad:
         ptrs = (ctypes.c_void_p * 5)(
             buf.data_ptr(), g.data_ptr(), idx.data_ptr(), prev.data_ptr(), self.stamp.data_ptr()
         )
-        ints = (ctypes.c_int64 * 6)(0, n, n_prev, self.cur, w.shape[1], w.shape[0])
+        ints = (ctypes.c_int64 * 7)(0, n, n_prev, self.cur, w.shape[1], w.shape[0], g.stride(0))
         kernel(ptrs, ints, None)
         if ints[0] < 0:
             raise IndexError("index out of range in self")
         self.prev = (prev, n)
         w.grad = buf
         self.buffer, self.version, self.ready = buf, buf._version, True
+
+
+_DEFERRED = object()  # a lookup TableGrad.forward left to the cat that reads it (Note [Table cat])
+
+
+class TableCat:
+    """Note [Table cat]: the step's ``cat`` of table lookups along dim 1, made by one gather of the kernel into the
+    result's rows (no lookup results, no copy into the cat), the result a leaf whose gradient the tables read."""
+
+    __slots__ = ("tables", "out", "pending")
+
+    def __init__(self, tables: list[TableGrad]) -> None:
+        self.tables = tables  # in the cat's order
+        self.out: Tensor | None = None
+        self.pending = 0  # tables that have not read this call's gradient yet
+
+    def take(self) -> Tensor | None:
+        """This call's result, for a table's finish(); dropped after the last table took it."""
+        out = self.out
+        self.pending -= 1
+        if self.pending <= 0:
+            self.out = None
+        return out
+
+    def __call__(self, op: Callable[..., Tensor], tensors: list[Any], *rest: Any) -> Tensor:
+        self.out, self.pending = None, 0
+        tables = self.tables
+        if len(tensors) == len(tables) and all(x is _DEFERRED for x in tensors):
+            out = self._gather()
+            if out is not None:
+                return out
+        tensors = [t.materialize() if x is _DEFERRED else x for t, x in zip(tables, tensors, strict=True)]
+        return op(tensors, *rest)
+
+    def _gather(self) -> Tensor | None:
+        tables = self.tables
+        w0 = tables[0].weight
+        if len(tables) > 8 or any(t.weight.dtype != w0.dtype or not t.weight.is_contiguous() for t in tables):
+            return None
+        n = tables[0].deferred[2].shape[0]  # type: ignore[index]
+        if any(t.deferred[2].shape[0] != n for t in tables):  # type: ignore[index]
+            return None
+        kernel = _kernel(w0.dtype)
+        if kernel is None:
+            return None
+        width = sum(t.weight.shape[1] for t in tables)
+        out = fc.empty((n, width), dtype=w0.dtype)
+        ptrs = [out.data_ptr()]
+        ints = [2, len(tables), n, width]
+        column = 0
+        for t in tables:
+            w, idx = t.weight, t.deferred[2]  # type: ignore[index]
+            ptrs += [w.data_ptr(), idx.data_ptr()]
+            ints += [w.shape[0], w.shape[1], column]
+            column += w.shape[1]
+        c = (ctypes.c_int64 * len(ints))(*ints)
+        kernel((ctypes.c_void_p * len(ptrs))(*ptrs), c, None)
+        if c[0] < 0:  # an index out of range: the ops raise eager's error
+            return None
+        column = 0
+        for t in tables:
+            t.idx, t.out, t.column, t.deferred = t.deferred[2], None, column, None  # type: ignore[index]
+            column += t.weight.shape[1]
+        out.requires_grad_(True)
+        self.out, self.pending = out, len(tables)
+        return out
 
 
 class TableSgd:
@@ -463,9 +619,12 @@ class TableSgd:
 _READERS = ("cat", "stack", "linear", "mul", "add", "sub", "sum", "mean", "matmul", "bmm", "relu")
 
 
-def plan(graph: Graph, dead: list[list[int]]) -> tuple[TableStep, dict[int, int], dict[int, TableGrad]] | None:
-    """The tables of ``graph`` whose gradient a replay reuses: the step, {embedding node index: constant index}
-    and their :class:`TableGrad` by constant index; None when there is none. ``dead`` is
+def plan(
+    graph: Graph, dead: list[list[int]]
+) -> tuple[TableStep, dict[int, int], dict[int, TableGrad], dict[int, TableCat]] | None:
+    """The tables of ``graph`` whose gradient a replay reuses: the step, {embedding node index: constant index},
+    their :class:`TableGrad` by constant index and {cat node index: :class:`TableCat`} (Note [Table cat]); None
+    when there is none. ``dead`` is
     :func:`~._replay._dead_after` of the graph.
     """
     backward = [i for i, n in enumerate(graph.nodes) if n.name == "backward"]
@@ -505,7 +664,32 @@ def plan(graph: Graph, dead: list[list[int]]) -> tuple[TableStep, dict[int, int]
     if not tables:
         return None
     step = TableStep([c for c in graph.constants if c.requires_grad and c.grad_fn is None])
-    return step, {i: k for k, i in tables.items()}, {k: TableGrad(step, graph.constants[k]) for k in tables}
+    grads = {k: TableGrad(step, graph.constants[k]) for k in tables}
+    return step, {i: k for k, i in tables.items()}, grads, _cats(graph, tables, grads)
+
+
+def _cats(graph: Graph, tables: dict[int, int], grads: dict[int, TableGrad]) -> dict[int, TableCat]:
+    """Note [Table cat]: {cat node index: its TableCat} for each ``cat([lookup, lookup, ...], 1)`` whose operands
+    are all lookups of the plan's tables, read by that cat alone."""
+    by_value = {graph.nodes[i].first_value: k for k, i in tables.items()}
+    cats: dict[int, TableCat] = {}
+    for index, node in enumerate(graph.nodes):
+        if node.name != "cat" or node.kwargs or len(node.args) != 2 or node.args[1] not in (1, -1):
+            continue
+        operands = node.args[0]
+        if type(operands) is not list or len(operands) < 2 or not node.grad_enabled:
+            continue
+        ks = [by_value.get(r.index) if isinstance(r, Ref) and r.kind == "value" else None for r in operands]
+        if any(k is None for k in ks) or len(set(ks)) != len(ks):
+            continue
+        readers = [i for i, n in enumerate(graph.nodes) for r in operands if r in refs_in((n.args, n.kwargs))]
+        if len(readers) != len(operands) or set(readers) != {index}:
+            continue  # a lookup read by another op besides the cat
+        cat = TableCat([grads[k] for k in ks])  # type: ignore[index]
+        for k in ks:
+            grads[k].cat = cat  # type: ignore[index]
+        cats[index] = cat
+    return cats
 
 
 def _result_only_read(graph: Graph, index: int) -> bool:
