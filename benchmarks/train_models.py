@@ -64,6 +64,7 @@ import gc
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -189,11 +190,20 @@ def _raw_allocs(fw: Any) -> tuple[int, int] | None:
     return stats["num_device_alloc"], stats["allocation.all.allocated"]
 
 
-def _timed(fn: Any, batch: int, seconds: float) -> tuple[float, int]:
+def _usage() -> tuple[float, int]:
+    """(CPU seconds all threads of this process used, user + system; page faults taken, minor + major)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, r.ru_minflt + r.ru_majflt
+
+
+def _timed(fn: Any, batch: int, seconds: float, usage: dict[str, float] | None = None) -> tuple[float, int]:
     """Warms ``fn`` up, then calls it for about ``seconds``; returns (samples/s of the median call, calls timed).
 
     The median call rather than the mean: on a shared machine a few calls
     that another process interrupts would otherwise weigh on the figure.
+    With ``usage``, also fills in ``cpu_ms`` and ``faults``: the process's CPU
+    time (every thread's) and page faults per timed call, which other
+    processes' load on the cores hardly changes, unlike the wall-clock figure.
     """
     fn()
     fn()
@@ -203,10 +213,14 @@ def _timed(fn: Any, batch: int, seconds: float) -> tuple[float, int]:
     n = max(3, min(10_000, math.ceil(seconds / estimate)))
     times = []
     clock = time.perf_counter
+    cpu0, faults0 = _usage()
     for _ in range(n):
         t0 = clock()
         fn()
         times.append(clock() - t0)
+    if usage is not None:
+        cpu1, faults1 = _usage()
+        usage["cpu_ms"], usage["faults"] = 1e3 * (cpu1 - cpu0) / n, (faults1 - faults0) / n
     return batch / statistics.median(times), n
 
 
@@ -280,10 +294,12 @@ def _time_model(name: str, fw: Any, seconds: float, compiled: bool = False, trai
         )
     before = _raw_allocs(fw)
     threads_before = _thread_runtimes() if train_only else {}
-    out["train"], steps = _timed(trainer.step, spec.batch, seconds)
+    usage: dict[str, float] = {}
+    out["train"], steps = _timed(trainer.step, spec.batch, seconds, usage)
     if train_only:  # the spread mode's per-process facts
         out["placement"] = placement(threads_before, _thread_runtimes(), threading.get_native_id())
         out["placement"]["huge_pages"] = _huge_page_bytes()
+        out["placement"].update(usage)
     after = _raw_allocs(fw)
     if compiled:  # the first calls less as many steady ones
         out["compile_train"] = max(0.0, first - first_calls * spec.batch / out["train"])
@@ -704,6 +720,20 @@ def placement_cell(facts: list[dict[str, Any] | None]) -> str:
     return ", ".join(shown) if shown else "-"
 
 
+def cpu_cell(facts: list[dict[str, Any] | None]) -> str:
+    """Per process: its CPU time per step (all threads) and page faults per step; then the CPU time's spread."""
+    shown, cpu = [], []
+    for f in facts:
+        if not f or "cpu_ms" not in f:
+            shown.append("?")
+            continue
+        cpu.append(f["cpu_ms"])
+        shown.append(f"{f['cpu_ms']:.3g} ms {f['faults']:.3g} flt")
+    if not shown:
+        return "-"
+    return ", ".join(shown) + (f" (spread {100 * spread(cpu):.0f} %)" if cpu else "")
+
+
 def kept_fraction(quiet: list[float], busy: list[float]) -> float:
     """The median throughput with one core busy as a fraction of the quiet median."""
     if not quiet or not busy:
@@ -719,7 +749,7 @@ def spread_table(
 ) -> list[list[str]]:
     """Rows (header first) of the spread table; with ``busy``, the contention columns too."""
     headers = ["model", "mode", "train samples/s per process", "min / median / max", "spread"]
-    headers.append("main thread per process")
+    headers += ["main thread per process", "CPU time and faults per step, per process"]
     if busy is not None:
         headers += ["one core busy, per process", "kept (busy / quiet median)"]
     table = [headers]
@@ -728,9 +758,9 @@ def spread_table(
             q = quiet.get((model, mode), Cell())
             row = [f"{model} ({MODELS[model].batch})", mode]
             if q.error:
-                row += [f"n/a ({q.error})", "-", "-", "-"]
+                row += [f"n/a ({q.error})", "-", "-", "-", "-"]
             else:
-                row += [*spread_cells(q.values), placement_cell(q.extra)]
+                row += [*spread_cells(q.values), placement_cell(q.extra), cpu_cell(q.extra)]
             if busy is not None:
                 b = busy.get((model, mode), Cell())
                 if b.error:
@@ -827,6 +857,10 @@ def run_spread(args: argparse.Namespace, unset_openblas: bool, shown: str) -> No
     print(
         "main thread per process: the CPU it last ran on, its share of the CPU time all the process's threads used "
         "in the timed steps (/proc/self/task/*/schedstat), and the process's AnonHugePages."
+    )
+    print(
+        "CPU time and faults per step: the process's CPU time (all threads, getrusage) and page faults over the "
+        "timed steps, per step; other processes' load changes the wall-clock figures far more than these."
     )
     if busy is not None:
         print(

@@ -66,6 +66,7 @@ def test_spread_table_rows():
     assert fb_row[:2] == [f"lenet5 ({tm.MODELS['lenet5'].batch})", "flambeau"]
     assert fb_row[4] == "10 %"
     assert fb_row[-1] == f"{100 * 50 / 105:.0f} %"
+    assert fb_row[6] == "?, ?"  # no CPU time figures in these facts
     assert torch_row[2] == "n/a (missing: Conv2d)"
     assert torch_row[-2:] == ["n/a (missing: Conv2d)", "-"]
     # without --contention: no busy columns
@@ -85,6 +86,30 @@ def test_placement_from_thread_runtimes():
 def test_placement_cell():
     facts = [{"main_cpu": 0, "main_share": 0.9, "huge_pages": 8 << 20}, None]
     assert tm.placement_cell(facts) == "cpu0 90% 8M, ?"
+
+
+def test_cpu_cell():
+    facts = [{"cpu_ms": 10.0, "faults": 0.0}, None, {"cpu_ms": 12.5, "faults": 3.25}, {"main_cpu": 0}]
+    assert tm.cpu_cell(facts) == "10 ms 0 flt, ?, 12.5 ms 3.25 flt, ? (spread 25 %)"
+    assert tm.cpu_cell([None]) == "?"
+    assert tm.cpu_cell([]) == "-"
+
+
+def test_timed_reports_cpu_time_and_faults_per_call():
+    pages = 64
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def call():  # burns CPU and touches fresh pages
+        sum(range(20_000))
+        bytearray(pages * page)
+
+    usage = {}
+    _, n = tm._timed(call, 1, 0.05, usage)
+    assert n >= 3
+    assert usage["cpu_ms"] > 0
+    assert 0 <= usage["faults"] < 10 * pages
+    no_usage = tm._timed(lambda: None, 1, 0.01)  # without the dict: nothing to fill in
+    assert no_usage[1] >= 3
 
 
 def test_thread_runtimes_of_this_process():
