@@ -411,3 +411,18 @@ def test_a_lookup_read_besides_the_cat_equals_eager():
     for _ in range(6):
         assert step().item() == eager.step().item()
         _assert_equal(eager, compiled)
+
+
+def test_the_ops_take_over_from_the_kernel_with_eager_values(monkeypatch):
+    """Where the kernel stops being available mid-run, the captured ops continue on the buffer it wrote (the rows
+    of its last call zeroed first)."""
+    import flambeau.compiler._table_grads as tg
+
+    (eager, compiled), _ = _trainers()
+    step = fb.compile(compiled.step)
+    for _ in range(4):
+        assert step().item() == eager.step().item()
+    monkeypatch.setattr(tg, "_kernel", lambda dtype: None)
+    for _ in range(4):
+        assert step().item() == eager.step().item()
+        _assert_equal(eager, compiled)

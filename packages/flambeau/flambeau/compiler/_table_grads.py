@@ -445,16 +445,18 @@ class TableGrad:
         if g is None or idx is None:  # no gradient reached the table: eager leaves its .grad None
             return
         w, buf = self.weight, self.buffer
-        rows_ok = g.dim() == 2 and g.stride(1) == 1
-        kernel = _kernel(w.dtype) if g.dtype == w.dtype and rows_ok else None
+        kernel = _kernel(w.dtype) if g.dtype == w.dtype and g.dim() == 2 else None
         if kernel is not None and (self.stamp is not None or buf is None):
-            self._scatter(kernel, w, g, idx)
+            self._scatter(kernel, w, g if g.stride(1) == 1 else g.contiguous(), idx)
             return
         # Neither requires grad (the buffer is the program's, g a gradient): autograd records nothing.
         if buf is None:
             buf = fc.zeros(w.shape, dtype=w.dtype)
         elif self.rows is not None:
             buf.index_fill_(0, self.rows, 0)
+        elif self.prev is not None:  # the kernel wrote the last call's rows
+            buf.index_fill_(0, self.prev[0][: self.prev[1]], 0)
+            self.stamp = self.prev = None
         buf.index_add_(0, idx, g)
         self.rows = idx.clone()
         w.grad = buf
