@@ -52,6 +52,7 @@ void init_device(py::module_& m);   // bind_device.cpp: streams, events, current
 void init_profiler(py::module_& m); // bind_profiler.cpp: the profiler's recorder (Note [Observation])
 void init_outargs(py::module_& m);  // bind_outargs.cpp: _copy_to_out, the out= contract for Python ops
 void init_trace(py::module_& m);    // bind_trace.cpp: the op recorder (Note [Op recorder], op_recorder.h)
+void init_conv(py::module_& m);  // bind_conv.cpp: _pack_conv_weight, _conv_packed (fb.compile's eval convs)
 
 // Note [The GIL around kernels]
 // Every binding converts its Python arguments with the GIL held, then runs the

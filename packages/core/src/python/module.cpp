@@ -161,6 +161,7 @@ PYBIND11_MODULE(_C, m) {
   init_outargs(m);
   init_profiler(m);
   init_trace(m);
+  init_conv(m);
   init_library(m);
   // Note [__torch_function__]: the functions bound with pybind11 that take tensors.
   make_overridable(m, {"reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "narrow", "select",

@@ -52,8 +52,9 @@ Note [Epilogue pass]
   is left as captured. At capture the rewritten pair runs once on the recorded input against the recorded
   pooling result; a disagreement leaves the ops as they were.
 
-Everything else is left to the elementwise fusion (a residual ``add`` then ``relu`` after a convolution is
-one fused kernel) or runs as captured. ``fb.compiler.config.fusion = False`` turns this pass off too.
+Then each folded 2-D convolution runs on a packed weight, a residual ``add`` then ``relu`` after it in the
+kernel's stores (Note [Packed eval convolution] in ``_conv.py``). Everything else is left to the elementwise
+fusion or runs as captured. ``fb.compiler.config.fusion = False`` turns this pass off too.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from flambeau_core import _C
 from flambeau_core._C import _set_grad_enabled
 
 from ._bn_relu import rewrite as _bn_relu_rewrite
+from ._conv import rewrite as _conv_rewrite
 from ._fusion import _remap as _fusion_remap
 from ._graph import Graph, Node, Ref
 
@@ -117,13 +119,19 @@ class FoldedConv:
         finally:
             _set_grad_enabled(grad)
 
-    def __call__(self, x: Tensor, w: Tensor, b: Tensor | None, gamma: Tensor | None, beta: Tensor | None,
-                 mean: Tensor, var: Tensor) -> Tensor:  # fmt: skip
+    def current(self, w: Tensor, b: Tensor | None, gamma: Tensor | None, beta: Tensor | None, mean: Tensor,
+                var: Tensor) -> tuple[Tensor, Tensor]:  # fmt: skip
+        """The folded weight and bias of these tensors, refolded if one of them changed since the last call."""
         key = tuple(None if t is None else (t._version, t.data_ptr()) for t in (w, b, gamma, beta, mean, var))
         if key != self.key:
             self._refold(w, b, gamma, beta, mean, var)
             self.key = key
-        return self.conv(x, self.weight, self.bias, *self.rest)
+        return self.weight, self.bias
+
+    def __call__(self, x: Tensor, w: Tensor, b: Tensor | None, gamma: Tensor | None, beta: Tensor | None,
+                 mean: Tensor, var: Tensor) -> Tensor:  # fmt: skip
+        weight, bias = self.current(w, b, gamma, beta, mean, var)
+        return self.conv(x, weight, bias, *self.rest)
 
     def __repr__(self) -> str:
         return f"FoldedConv({getattr(self.conv, '__name__', self.conv)}, eps={self.eps})"
@@ -441,6 +449,7 @@ def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | N
             node = packed
         nodes.append(node)
         i += 1
+    nodes = _conv_rewrite(nodes, _remap(graph.output, rename) if rename else graph.output, tensor_of)
     if not epilogues:
         return None
     out = Graph(num_inputs=graph.num_inputs, constants=graph.constants, nodes=nodes, num_values=len(values))

@@ -28,6 +28,16 @@ bool direct_conv_nhwc_suits(const ConvGeo& g);
 /// channel-vectorized kernel reads the input's pixels and writes each output pixel's channels in a row.
 void direct_conv_nhwc(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small);
 
+/// Note [Packed convolution weight]: the floats of w packed as direct_conv packs it on every call
+/// (blocks of output channels side by side, per input channel and tap), for direct_conv_packed.
+int64_t packed_weight_floats(const ConvGeo& g);
+void pack_weight(const ConvGeo& g, const float* w, float* packed);
+
+/// direct_conv on a weight packed by pack_weight (the same values), with an epilogue on each output:
+/// + residual (same shape as small; may be null), then relu when asked. NCHW memory only.
+void direct_conv_packed(const ConvGeo& g, const float* big, const float* packed, const float* bias,
+                        float* small, const float* residual, bool relu);
+
 /// Whether direct_weight_grad handles this forward geometry (the same range as
 /// direct_conv's flat kernel, kernels of 2 taps and more).
 bool direct_weight_grad_suits(const ConvGeo& g);
@@ -58,6 +68,10 @@ struct ConvDirectKernels {
                             float* big);
   bool (*direct_conv_nhwc_suits)(const ConvGeo& g);
   void (*direct_conv_nhwc)(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small);
+  int64_t (*packed_weight_floats)(const ConvGeo& g);
+  void (*pack_weight)(const ConvGeo& g, const float* w, float* packed);
+  void (*direct_conv_packed)(const ConvGeo& g, const float* big, const float* packed, const float* bias,
+                             float* small, const float* residual, bool relu);
 };
 
 /// AVX-512 only: the base and AVX2 slots are empty (conv.cpp).

@@ -252,16 +252,21 @@ void build_planes(const ConvGeo& g, const Plan& p, const float* img, float* buf,
 /// Weights packed per group and block of `blk` output channels: [g][cob][ci][tap][blk], zero past
 /// the group's Sg output channels (Cg input channels per group).
 std::vector<float> pack_weight_blocks(const ConvGeo& g, int64_t Cg, int64_t Sg, int64_t blk, const float* w) {
+  std::vector<float> out(static_cast<size_t>(g.groups * ceil_div(Sg, blk) * Cg * g.kk() * blk));
+  pack_weight_blocks(g, Cg, Sg, blk, w, out.data());
+  return out;
+}
+
+void pack_weight_blocks(const ConvGeo& g, int64_t Cg, int64_t Sg, int64_t blk, const float* w, float* out) {
   const int64_t kk = g.kk(), ncob = ceil_div(Sg, blk);
-  std::vector<float> out(static_cast<size_t>(g.groups * ncob * Cg * kk * blk), 0.0f);
+  std::fill(out, out + g.groups * ncob * Cg * kk * blk, 0.0f);
   for (int64_t gi = 0; gi < g.groups; ++gi)
     for (int64_t co = 0; co < Sg; ++co) {
       const int64_t cob = co / blk, k = co % blk;
       const float* src = w + (gi * Sg + co) * Cg * kk;
-      float* dst = out.data() + ((gi * ncob + cob) * Cg * kk) * blk + k;
+      float* dst = out + ((gi * ncob + cob) * Cg * kk) * blk + k;
       for (int64_t t = 0; t < Cg * kk; ++t) dst[t * blk] = src[t];
     }
-  return out;
 }
 
 namespace {
@@ -269,7 +274,7 @@ namespace {
 /// One register block (Plan::Block) of kCo output channels of one image.
 template <int V>
 void conv_block(const Plan& p, const Plan::Block& blk, int64_t kk, int64_t HW, const float* planes,
-                const float* wp, const __m512* b, int64_t nco, float* out) {
+                const float* wp, const __m512* b, int64_t nco, float* out, Epilogue epi) {
   const Plan::TapSet& ts = p.tsets[static_cast<size_t>(blk.tapset)];
   const int64_t nt = static_cast<int64_t>(ts.toff.size()), Cg = p.Cg, CS = p.CS;
   const int64_t* toff = ts.toff.data();
@@ -305,6 +310,18 @@ void conv_block(const Plan& p, const Plan::Block& blk, int64_t kk, int64_t HW, c
     if (!m) continue;
     const __mmask16 head = static_cast<__mmask16>((1u << __builtin_popcount(m)) - 1u);
     float* o = out + blk.dst[v];
+    if (epi.res || epi.relu) {  // Note [Packed convolution weight]: + residual, relu as relu's loop
+      const __mmask16 keep = m == 0xFFFF ? m : head;
+      const float* r = epi.res ? epi.res + blk.dst[v] : nullptr;
+      for (int k = 0; k < kCo; ++k) {
+        if (k >= nco) continue;
+        __m512 a = m == 0xFFFF ? acc[k][v] : _mm512_maskz_compress_ps(m, acc[k][v]);
+        if (r) a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(keep, r + k * HW));
+        if (epi.relu) a = _mm512_max_ps(_mm512_setzero_ps(), a);  // NaN, -0: a (maxps's second operand)
+        _mm512_mask_storeu_ps(o + k * HW, keep, a);
+      }
+      continue;
+    }
     if (m == 0xFFFF) {
       for (int k = 0; k < kCo; ++k)
         if (k < nco) _mm512_storeu_ps(o + k * HW, acc[k][v]);
@@ -317,20 +334,20 @@ void conv_block(const Plan& p, const Plan::Block& blk, int64_t kk, int64_t HW, c
 
 /// Every register block of kCo output channels (bias may be null) over one image.
 void conv_blocks(const ConvGeo& g, const Plan& p, const float* planes, const float* wp, const float* bias,
-                 int64_t nco, float* out) {
+                 int64_t nco, float* out, Epilogue epi) {
   const int64_t kk = g.kk(), HW = g.Hs * g.Ws;
   __m512 b[kCo];
   for (int k = 0; k < kCo; ++k) b[k] = _mm512_set1_ps(bias && k < nco ? bias[k] : 0.0f);
   for (const Plan::Block& blk : p.blocks) {
     switch (blk.V) {
       case 3:
-        conv_block<3>(p, blk, kk, HW, planes, wp, b, nco, out);
+        conv_block<3>(p, blk, kk, HW, planes, wp, b, nco, out, epi);
         break;
       case 2:
-        conv_block<2>(p, blk, kk, HW, planes, wp, b, nco, out);
+        conv_block<2>(p, blk, kk, HW, planes, wp, b, nco, out, epi);
         break;
       default:
-        conv_block<1>(p, blk, kk, HW, planes, wp, b, nco, out);
+        conv_block<1>(p, blk, kk, HW, planes, wp, b, nco, out, epi);
         break;
     }
   }
@@ -358,14 +375,12 @@ void direct_conv_nhwc(const ConvGeo& g, const float* big, const float* w, const 
   cv_conv(g, big, w, bias, small, true);
 }
 
-void direct_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
-  if (prefer_cv(g)) {
-    cv_conv(g, big, w, bias, small);
-    return;
-  }
-  Plan p;
-  if (!make_plan(g, p)) return;
-  const std::vector<float> wp = pack_weight_blocks(g, p.Cg, p.Sg, kCo, w);
+namespace {
+
+/// direct_conv on the weight packed in blocks of kCo (wp) with an epilogue (Note [Packed convolution
+/// weight]).
+void flat_conv(const ConvGeo& g, const Plan& p, const float* big, const float* wp, const float* bias,
+               float* small, const float* residual, bool relu) {
   const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk();
   const int64_t HW = g.Hs * g.Ws, big_hw = g.Hb * g.Wb;
   const int64_t macs = p.Cg * kk * kCo * p.nvecR * kLanes;  // per item
@@ -384,12 +399,53 @@ void direct_conv(const ConvGeo& g, const float* big, const float* w, const float
         loaded = key;
       }
       const int64_t co0 = gi * p.Sg + cob * kCo, nco = std::min(kCo, p.Sg - cob * kCo);
-      const float* wb = wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCo;
+      const float* wb = wp + (gi * p.ncob + cob) * p.Cg * kk * kCo;
       const float* bb = bias ? bias + co0 : nullptr;
       float* out = small + (n * g.Cs + co0) * HW;
-      conv_blocks(g, p, planes, wb, bb, nco, out);
+      conv_blocks(g, p, planes, wb, bb, nco, out,
+                  Epilogue{residual ? residual + (n * g.Cs + co0) * HW : nullptr, relu});
     }
   });
+}
+
+}  // namespace
+
+void direct_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
+  if (prefer_cv(g)) {
+    cv_conv(g, big, w, bias, small);
+    return;
+  }
+  Plan p;
+  if (!make_plan(g, p)) return;
+  const std::vector<float> wp = pack_weight_blocks(g, p.Cg, p.Sg, kCo, w);
+  flat_conv(g, p, big, wp.data(), bias, small, nullptr, false);
+}
+
+// Note [Packed convolution weight]
+// A caller that runs one float32 convolution many times on one weight (fb.compile's eval graphs, a
+// batch norm folded in) packs the weight once (pack_weight: the layout direct_conv packs into on every
+// call, blocks of kCo or, for the channel-vectorized kernel, kCvCo output channels) and calls
+// direct_conv_packed, which also applies an epilogue to each output as it stores it: the residual of a
+// ResNet block added, then a relu. The sums are direct_conv's (the same kernel and order), the addition
+// and the relu are add's and relu's on the stored value, so the results are the separate ops' bits.
+int64_t packed_weight_floats(const ConvGeo& g) {
+  const int64_t blk = prefer_cv(g) ? kCvCo : kCo, Cg = g.Cb / g.groups, Sg = g.Cs / g.groups;
+  return g.groups * ceil_div(Sg, blk) * Cg * g.kk() * blk;
+}
+
+void pack_weight(const ConvGeo& g, const float* w, float* packed) {
+  pack_weight_blocks(g, g.Cb / g.groups, g.Cs / g.groups, prefer_cv(g) ? kCvCo : kCo, w, packed);
+}
+
+void direct_conv_packed(const ConvGeo& g, const float* big, const float* packed, const float* bias,
+                        float* small, const float* residual, bool relu) {
+  if (prefer_cv(g)) {
+    cv_conv(g, big, nullptr, bias, small, false, packed, residual, relu);
+    return;
+  }
+  Plan p;
+  if (!make_plan(g, p)) return;
+  flat_conv(g, p, big, packed, bias, small, residual, relu);
 }
 
 }  // namespace flambeau::cpu::conv_avx512
@@ -400,7 +456,9 @@ void fill_direct_kernels(ConvDirectKernels& t) {
   t = {conv_avx512::direct_conv_suits,        conv_avx512::direct_conv,
        conv_avx512::direct_weight_grad_suits, conv_avx512::direct_weight_grad,
        conv_avx512::direct_transposed_suits,  conv_avx512::direct_transposed,
-       conv_avx512::direct_conv_nhwc_suits,   conv_avx512::direct_conv_nhwc};
+       conv_avx512::direct_conv_nhwc_suits,   conv_avx512::direct_conv_nhwc,
+       conv_avx512::packed_weight_floats,     conv_avx512::pack_weight,
+       conv_avx512::direct_conv_packed};
 }
 }  // namespace
 FB_REGISTER_DISPATCH(conv_direct_stub, avx512, (&table_of<ConvDirectKernels, fill_direct_kernels>));

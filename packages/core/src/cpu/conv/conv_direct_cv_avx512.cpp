@@ -172,7 +172,7 @@ namespace {
 template <int CV, int P>
 void gather_block(const PixelClass& pc, int64_t q0, int64_t np, int64_t Cg, int64_t PSz, int64_t wci,
                   const float* planes, const float* wp, const float* bpad, int64_t nco, float* out,
-                  int64_t out_hw, int64_t out_ps) {
+                  int64_t out_hw, int64_t out_ps, Epilogue epi) {
   const int64_t nt = static_cast<int64_t>(pc.toff.size());
   const int64_t* toff = pc.toff.data();
   const int64_t* woff = pc.woff.data();
@@ -211,6 +211,19 @@ void gather_block(const PixelClass& pc, int64_t q0, int64_t np, int64_t Cg, int6
     for (int64_t k = 0; k < np; ++k) std::memcpy(out + oi[k] * out_ps, tile[k], static_cast<size_t>(nco) * sizeof(float));
     return;
   }
+  if (epi.res || epi.relu) {  // Note [Packed convolution weight]: + residual, relu as relu's loop
+    for (int64_t co = 0; co < nco; ++co) {
+      float* o = out + co * out_hw;
+      const float* r = epi.res ? epi.res + co * out_hw : nullptr;
+      for (int64_t k = 0; k < np; ++k) {
+        float v = tile[k][co];
+        if (r) v += r[oi[k] * out_ps];
+        if (epi.relu && v < 0) v = 0;
+        o[oi[k] * out_ps] = v;
+      }
+    }
+    return;
+  }
   for (int64_t co = 0; co < nco; ++co) {
     float* o = out + co * out_hw;
     for (int64_t k = 0; k < np; ++k) o[oi[k] * out_ps] = tile[k][co];
@@ -220,18 +233,19 @@ void gather_block(const PixelClass& pc, int64_t q0, int64_t np, int64_t Cg, int6
 /// The pixels [q0, HW) of one class in blocks of P; a remainder of at most P/2 in smaller blocks.
 template <int CV, int P>
 void class_blocks(const PixelClass& pc, int64_t q0, int64_t Cg, int64_t PSz, int64_t wci, const float* planes,
-                  const float* wp, const float* bpad, int64_t nco, float* out, int64_t out_hw, int64_t out_ps) {
+                  const float* wp, const float* bpad, int64_t nco, float* out, int64_t out_hw, int64_t out_ps,
+                  Epilogue epi) {
   for (; q0 + P <= pc.HW; q0 += P)
-    gather_block<CV, P>(pc, q0, P, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
+    gather_block<CV, P>(pc, q0, P, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps, epi);
   const int64_t r = pc.HW - q0;
   if (r <= 0) return;
   if constexpr (P > 1) {
     if (r <= P / 2) {
-      class_blocks<CV, P / 2>(pc, q0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
+      class_blocks<CV, P / 2>(pc, q0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps, epi);
       return;
     }
   }
-  gather_block<CV, P>(pc, q0, r, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
+  gather_block<CV, P>(pc, q0, r, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps, epi);
 }
 
 }  // namespace
@@ -239,31 +253,34 @@ void class_blocks(const PixelClass& pc, int64_t q0, int64_t Cg, int64_t PSz, int
 /// Every class of pixels for nco (<= kCvCo) output channels: bias (may be null) plus the gathered sums.
 void run_classes(const std::vector<PixelClass>& classes, int64_t Cg, int64_t PSz, int64_t wci,
                  const float* planes, const float* wp, const float* bias, int64_t nco, float* out,
-                 int64_t out_hw, int64_t out_ps) {
+                 int64_t out_hw, int64_t out_ps, Epilogue epi) {
   alignas(64) float bpad[kCvCo];
   for (int64_t k = 0; k < kCvCo; ++k) bpad[k] = bias && k < nco ? bias[k] : 0.0f;
   for (const PixelClass& pc : classes) {
     switch ((nco + 15) / 16) {
       case 1:
-        class_blocks<1, 24>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
+        class_blocks<1, 24>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps, epi);
         break;
       case 2:
-        class_blocks<2, 12>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
+        class_blocks<2, 12>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps, epi);
         break;
       case 3:
-        class_blocks<3, 8>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
+        class_blocks<3, 8>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps, epi);
         break;
       default:
-        class_blocks<4, 6>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
+        class_blocks<4, 6>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps, epi);
         break;
     }
   }
 }
 
-void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small, bool nhwc) {
+void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small, bool nhwc,
+             const float* packed, const float* residual, bool relu) {
   CvPlan p;
   if (!make_cv_plan(g, p, true)) return;
-  const std::vector<float> wp = pack_weight_blocks(g, p.Cg, p.Sg, kCvCo, w);
+  std::vector<float> own;
+  if (!packed) own = pack_weight_blocks(g, p.Cg, p.Sg, kCvCo, w);
+  const float* wp = packed ? packed : own.data();
   const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk(), big_hw = g.Hb * g.Wb;
   const int64_t macs = p.Cg * kk * kCvCo * p.HW;  // per item
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
@@ -285,13 +302,13 @@ void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bi
         loaded = key;
       }
       const int64_t co0 = gi * p.Sg + cob * kCvCo, nco = std::min(kCvCo, p.Sg - cob * kCvCo);
-      const float* wb = wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCvCo;
+      const float* wb = wp + (gi * p.ncob + cob) * p.Cg * kk * kCvCo;
       const float* bb = bias ? bias + co0 : nullptr;
       if (nhwc)  // Note [Direct convolution], channels-last: each pixel's output channels in a row
         run_classes(p.classes, p.Cg, p.PSz, kk * kCvCo, planes, wb, bb, nco, small + n * p.HW * g.Cs + co0, 1, g.Cs);
       else
-        run_classes(p.classes, p.Cg, p.PSz, kk * kCvCo, planes, wb, bb, nco, small + (n * g.Cs + co0) * p.HW, p.HW,
-                    1);
+        run_classes(p.classes, p.Cg, p.PSz, kk * kCvCo, planes, wb, bb, nco, small + (n * g.Cs + co0) * p.HW,
+                    p.HW, 1, Epilogue{residual ? residual + (n * g.Cs + co0) * p.HW : nullptr, relu});
     }
   });
 }

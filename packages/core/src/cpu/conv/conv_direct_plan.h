@@ -72,6 +72,8 @@ void build_planes(const ConvGeo& g, const Plan& p, const float* img, float* buf,
 /// Weights packed per group and block of `blk` output channels: [g][cob][ci][tap][blk], zero past
 /// the group's Sg output channels (Cg input channels per group).
 std::vector<float> pack_weight_blocks(const ConvGeo& g, int64_t Cg, int64_t Sg, int64_t blk, const float* w);
+/// The same into out (groups * ceil(Sg / blk) * Cg * kk * blk floats).
+void pack_weight_blocks(const ConvGeo& g, int64_t Cg, int64_t Sg, int64_t blk, const float* w, float* out);
 
 constexpr int64_t kCvCo = 64;  // output channels per block: up to 4 vectors
 constexpr int64_t kMaxP = 24;  // the most pixels of one register block
@@ -138,16 +140,26 @@ void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* bu
 /// The same from a channels-last image (img: the group's first channel of pixel 0; pixels ld floats apart).
 void build_padded_nhwc(const ConvGeo& g, const CvPlan& p, const float* img, int64_t ld, float* buf, bool zero);
 
+/// What a forward kernel does to each output before it stores it (Note [Packed convolution weight]):
+/// adds the residual's value at the same index (res: the residual's pointer where out is; null: none),
+/// then the relu (NaN and -0 kept, as relu's loop).
+struct Epilogue {
+  const float* res = nullptr;
+  bool relu = false;
+};
+
 /// Every class of pixels for nco (<= kCvCo) output channels: bias (may be null) plus the gathered sums,
-/// stored with channels out_hw apart and pixels out_ps apart.
+/// stored with channels out_hw apart and pixels out_ps apart (the epilogue only on NCHW stores).
 void run_classes(const std::vector<PixelClass>& classes, int64_t Cg, int64_t PSz, int64_t wci,
                  const float* planes, const float* wp, const float* bias, int64_t nco, float* out,
-                 int64_t out_hw, int64_t out_ps = 1);
+                 int64_t out_hw, int64_t out_ps = 1, Epilogue epi = {});
 
 /// The channel-vectorized forward kernel (Note [Direct convolution], last part).
-/// nhwc: big and small channels-last (N, H, W, C in memory), the weight as ever.
+/// nhwc: big and small channels-last (N, H, W, C in memory), the weight as ever. wp: the weight packed
+/// by pack_weight_blocks in blocks of kCvCo (null: packed here); residual and relu: Epilogue (NCHW).
 void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small,
-             bool nhwc = false);
+             bool nhwc = false, const float* wp = nullptr, const float* residual = nullptr,
+             bool relu = false);
 /// Whether the forward pass takes the channel-vectorized kernel (backends.cpu.conv_direct_kernel).
 bool prefer_cv(const ConvGeo& g);
 
