@@ -448,7 +448,7 @@ inline Tensor linear_weight_backward(const Tensor& grad, const Tensor& input) {
   return op::mm(op::transpose(as_2d(grad), 0, 1), as_2d(input));
 }
 
-/// linear's three gradients (grad_input_mask: input, weight, bias). float32/float64 outside
+/// linear's three gradients (grad_input_mask: input, weight, bias). float32/float64/bfloat16 outside
 /// create_graph: core's _linear_backward, one call (on the CPU its GEMMs and the bias's column
 /// sum run side by side on the GEMM pool; other devices compose it of mm and sum). Otherwise, or
 /// for a bias that only broadcasts, the composed forms above (differentiable under create_graph;
@@ -459,9 +459,12 @@ inline std::tuple<Tensor, Tensor, Tensor> linear_backward_grads(const Tensor& gr
                                                                 const std::array<bool, 3>& mask) {
   const ScalarType dt = grad.dtype();
   const bool row_bias = !bias || (bias->dim() == 1 && bias->sizes()[0] == weight.sizes()[0]);
-  if (!grad_mode_enabled() && (dt == ScalarType::Float32 || dt == ScalarType::Float64) &&
-      input.dtype() == dt && weight.dtype() == dt && weight.dim() == 2 && input.dim() >= 1 &&
-      grad.dim() == input.dim() && input.device() == grad.device() && weight.device() == grad.device()) {
+  // bfloat16: autocast's linear, whose products and bias sum core runs as one job (Note [bfloat16 linear
+  // backward] in core's lowp_gemm.h).
+  const bool own_dtype = dt == ScalarType::Float32 || dt == ScalarType::Float64 || dt == ScalarType::BFloat16;
+  if (!grad_mode_enabled() && own_dtype && input.dtype() == dt && weight.dtype() == dt && weight.dim() == 2 &&
+      input.dim() >= 1 && grad.dim() == input.dim() && input.device() == grad.device() &&
+      weight.device() == grad.device()) {
     const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1];
     const auto as_2d = [](const Tensor& t, int64_t cols) {
       if (t.dim() == 2) return t;

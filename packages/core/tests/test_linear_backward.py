@@ -122,7 +122,7 @@ def test_pool_off_same_values(monkeypatch):
 
 def test_errors():
     g, x, w = fc.ones(4, 3), fc.ones(4, 5), fc.ones(3, 5)
-    with pytest.raises(TypeError, match=r"\[_linear_backward\] supports float32 and float64, got .*int64"):
+    with pytest.raises(TypeError, match=r"\[_linear_backward\] supports float32, float64 and bfloat16, got .*int64"):
         linear_backward(fc.ones(4, 3, dtype=fc.int64), fc.ones(4, 5, dtype=fc.int64), fc.ones(3, 5, dtype=fc.int64))
     with pytest.raises(TypeError, match=r"\[_linear_backward\] .*same dtype, got float32, float64 and float32"):
         linear_backward(g, fc.ones(4, 5, dtype=fc.float64), w)

@@ -431,7 +431,7 @@ def test_linear_backward_of_transposed_operands_and_errors():
         np.testing.assert_array_equal(npy(a), npy(b))
     with pytest.raises(ValueError, match=r"^\[_linear_backward\] grad_output must have shape \(6, 3\)"):
         _C._linear_backward(fc.ones((6, 2), dtype=fc.float64), x, w, True, True, True)
-    with pytest.raises(TypeError, match=r"^\[_linear_backward\] supports float32 and float64, got grad_output"):
+    with pytest.raises(TypeError, match=r"^\[_linear_backward\] supports float32, float64 and bfloat16, got grad_o"):
         _C._linear_backward(fc.ones((6, 3), dtype=fc.int64), x.to(fc.int64), w.to(fc.int64), True, True, True)
     with pytest.raises(ValueError, match=r"^\[_linear_backward\] weight must be 2-D"):
         _C._linear_backward(fc.ones((6, 3), dtype=fc.float64), x, fc.ones(4, dtype=fc.float64), True, True, True)

@@ -57,8 +57,8 @@ inline void check_linear_backward(const Tensor& grad_output, const Tensor& input
                  shape_str(input.sizes()), " and weight shape ", shape_str(weight.sizes()), ", got ",
                  shape_str(grad_output.sizes()));
   const ScalarType dt = grad_output.dtype();
-  FB_CHECK_TYPE(dt == ScalarType::Float32 || dt == ScalarType::Float64, "[", op,
-                "] supports float32 and float64, got grad_output of dtype ", dtype_name(dt));
+  FB_CHECK_TYPE(dt == ScalarType::Float32 || dt == ScalarType::Float64 || dt == ScalarType::BFloat16, "[", op,
+                "] supports float32, float64 and bfloat16, got grad_output of dtype ", dtype_name(dt));
   FB_CHECK_TYPE(input.dtype() == dt && weight.dtype() == dt, "[", op,
                 "] grad_output, input and weight must have the same dtype, got ", dtype_name(dt), ", ",
                 dtype_name(input.dtype()), " and ", dtype_name(weight.dtype()));

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "cpu/linalg/gemm.h"
+#include "cpu/linalg/lowp_gemm.h"
 #include "cpu/elementwise/vec_table.h"
 #include "cpu/write_out.h"
 #include "flambeau/error.h"
@@ -237,7 +238,9 @@ void linear_backward_out_cpu(const Tensor& grad_input, const Tensor& grad_weight
                                   Tensor* pi = gi.defined() ? &gi : nullptr;
                                   Tensor* pw = gw.defined() ? &gw : nullptr;
                                   Tensor* pb = gb.defined() ? &gb : nullptr;
-                                  if (grad_output.dtype() == ScalarType::Float32)
+                                  if (grad_output.dtype() == ScalarType::BFloat16)
+                                    cpu::lowp_linear_backward(grad_output, input, weight, pi, pw, pb);
+                                  else if (grad_output.dtype() == ScalarType::Float32)
                                     linear_backward_impl<float>(grad_output, input, weight, pi, pw, pb);
                                   else
                                     linear_backward_impl<double>(grad_output, input, weight, pi, pw, pb);

@@ -45,6 +45,18 @@ namespace flambeau::cpu {
 /// (any stride), added to every row before the one rounding. k may be 0 (out = bias or zeros).
 void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const Tensor* bias = nullptr);
 
+// Note [bfloat16 linear backward]
+// _linear_backward on bfloat16 operands (autocast's linear backward): grad_input = g @ W and grad_weight =
+// g^T @ x by the GEMM above (each rounded once from float32 sums, as PyTorch's bf16 mm), grad_bias = g's
+// column sums in double rounded once. With two threads or more and both products asked for, they run as the
+// two tasks of one parallel_for, each product serial on its thread (the weight's task also sums grad_bias),
+// instead of each product split over the threads in turn: one fork and one join instead of three of each per
+// product (the packing of each operand and the tiles).
+/// linear's gradients for bfloat16 grad (n, out_f), input (n, in_f) and weight (out_f, in_f), any strides,
+/// into the contiguous bfloat16 gi, gw, gb (each null when not asked for).
+void lowp_linear_backward(const Tensor& grad, const Tensor& input, const Tensor& weight, Tensor* gi,
+                          Tensor* gw, Tensor* gb);
+
 /// Whether the AVX512-BF16 kernel runs bfloat16 products now (the CPU has it and the capability
 /// setting allows AVX-512) (flambeau_core._C._bf16_gemm_kernel(), for tests and benchmarks).
 FB_API bool bf16_gemm_kernel_available();

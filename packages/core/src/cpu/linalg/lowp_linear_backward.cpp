@@ -1,0 +1,50 @@
+// _linear_backward on bfloat16 (Note [bfloat16 linear backward] in lowp_gemm.h).
+#include <algorithm>
+#include <vector>
+
+#include "cpu/linalg/lowp_gemm.h"
+#include "flambeau/half.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+
+namespace flambeau::cpu {
+namespace {
+
+// gb[c] = sum over the rows of g (n x out_f, bfloat16, row stride ldg) of column c, in double, rounded once.
+void bf16_column_sums(const uint16_t* g, int64_t ldg, int64_t n, int64_t out_f, uint16_t* gb) {
+  std::vector<double> acc(static_cast<size_t>(out_f), 0.0);
+  for (int64_t r = 0; r < n; ++r) {
+    const uint16_t* row = g + r * ldg;
+    for (int64_t c = 0; c < out_f; ++c) acc[c] += detail::bf16_bits_to_fp32(row[c]);
+  }
+  for (int64_t c = 0; c < out_f; ++c) gb[c] = detail::fp32_to_bf16_bits(static_cast<float>(acc[c]));
+}
+
+}  // namespace
+
+void lowp_linear_backward(const Tensor& grad, const Tensor& input, const Tensor& weight, Tensor* gi,
+                          Tensor* gw, Tensor* gb) {
+  const int64_t n = grad.sizes()[0], out_f = weight.sizes()[0];
+  // grad_bias reads g's rows: a g with strided rows is copied once.
+  const Tensor g_rows = gb && grad.strides()[1] != 1 ? op::contiguous(grad, MemoryFormat::Contiguous) : grad;
+  auto input_part = [&] { lowp_matmul_into(grad, weight, *gi); };
+  auto weight_part = [&] {
+    if (gw) lowp_matmul_into(op::transpose(grad, 0, 1), input, *gw);
+    if (gb)
+      bf16_column_sums(static_cast<const uint16_t*>(g_rows.data_ptr()), g_rows.strides()[0], n, out_f,
+                       static_cast<uint16_t*>(gb->data_ptr()));
+  };
+  // Both products: one task each (the other threads' share of each product would cost a fork and a join per
+  // packing and per product); the weight's task also sums grad_bias. One product: split as the GEMM splits
+  // it.
+  if (gi && (gw || gb) && get_num_threads() > 1 && !in_parallel_region()) {
+    parallel_for(0, 2, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) i == 0 ? input_part() : weight_part();
+    });
+    return;
+  }
+  if (gi) input_part();
+  weight_part();
+}
+
+}  // namespace flambeau::cpu
