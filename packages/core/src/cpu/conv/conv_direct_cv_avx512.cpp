@@ -202,26 +202,33 @@ void gather_block(const PixelClass& pc, int64_t q0, int64_t np, int64_t Cg, int6
     }
   }
   alignas(64) float tile[P][CV * 16];
-#pragma GCC unroll 24
-  for (int k = 0; k < P; ++k)
-#pragma GCC unroll 4
-    for (int c = 0; c < CV; ++c) _mm512_store_ps(&tile[k][16 * c], acc[k][c]);
   const int64_t* oi = pc.oidx.data() + q0;
-  if (out_hw == 1) {  // channels-last: each pixel's channels are contiguous
-    for (int64_t k = 0; k < np; ++k) std::memcpy(out + oi[k] * out_ps, tile[k], static_cast<size_t>(nco) * sizeof(float));
-    return;
-  }
-  if (epi.res || epi.relu) {  // Note [Packed convolution weight]: + residual, relu as relu's loop
+  const __m512 zero = _mm512_setzero_ps();
+  if (epi.res && out_hw != 1) {  // Note [Packed convolution weight]: + residual, then the relu (NaN, -0 kept)
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) _mm512_store_ps(&tile[k][16 * c], acc[k][c]);
     for (int64_t co = 0; co < nco; ++co) {
-      float* o = out + co * out_hw;
-      const float* r = epi.res ? epi.res + co * out_hw : nullptr;
-      for (int64_t k = 0; k < np; ++k) {
-        float v = tile[k][co];
-        if (r) v += r[oi[k] * out_ps];
-        if (epi.relu && v < 0) v = 0;
-        o[oi[k] * out_ps] = v;
-      }
+      const float* r = epi.res + co * out_hw;
+      for (int64_t k = 0; k < np; ++k) tile[k][co] += r[oi[k] * out_ps];
     }
+    if (epi.relu)
+      for (int64_t k = 0; k < np; ++k)
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c)
+          _mm512_store_ps(&tile[k][16 * c], _mm512_max_ps(zero, _mm512_load_ps(&tile[k][16 * c])));
+  } else {
+    const bool relu = epi.relu && out_hw != 1;  // maxps(0, a): a where a is NaN or -0, as relu's loop
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c)
+        _mm512_store_ps(&tile[k][16 * c], relu ? _mm512_max_ps(zero, acc[k][c]) : acc[k][c]);
+  }
+  if (out_hw == 1) {  // channels-last: each pixel's channels are contiguous
+    for (int64_t k = 0; k < np; ++k)
+      std::memcpy(out + oi[k] * out_ps, tile[k], static_cast<size_t>(nco) * sizeof(float));
     return;
   }
   for (int64_t co = 0; co < nco; ++co) {
