@@ -1,7 +1,8 @@
 // _linear_backward on bfloat16 (Note [bfloat16 linear backward] in lowp_gemm.h).
 #include <algorithm>
-#include <vector>
 
+#include "cpu/elementwise/half_convert.h"
+#include "cpu/elementwise/vec_table.h"
 #include "cpu/linalg/lowp_gemm.h"
 #include "flambeau/half.h"
 #include "flambeau/ops.h"
@@ -10,14 +11,23 @@
 namespace flambeau::cpu {
 namespace {
 
-// gb[c] = sum over the rows of g (n x out_f, bfloat16, row stride ldg) of column c, in double, rounded once.
+// gb[c] = sum over the rows of g (n x out_f, bfloat16, row stride ldg) of column c, in double, rounded once:
+// each row's run widened to float32 (exact) and added by the vector row accumulation sum(0) uses.
 void bf16_column_sums(const uint16_t* g, int64_t ldg, int64_t n, int64_t out_f, uint16_t* gb) {
-  std::vector<double> acc(static_cast<size_t>(out_f), 0.0);
-  for (int64_t r = 0; r < n; ++r) {
-    const uint16_t* row = g + r * ldg;
-    for (int64_t c = 0; c < out_f; ++c) acc[c] += detail::bf16_bits_to_fp32(row[c]);
+  const HalfConvert& hc = half_convert();
+  const auto acc_row = vec_table().accumulate_row_f32;
+  constexpr int64_t kCols = 2048;
+  double acc[kCols];
+  float row[kCols];
+  for (int64_t c0 = 0; c0 < out_f; c0 += kCols) {
+    const int64_t len = std::min(kCols, out_f - c0);
+    std::fill(acc, acc + len, 0.0);
+    for (int64_t r = 0; r < n; ++r) {
+      hc.bf16_to_f32(g + r * ldg + c0, row, len);
+      acc_row(acc, reinterpret_cast<const char*>(row), len, sizeof(float));
+    }
+    for (int64_t c = 0; c < len; ++c) gb[c0 + c] = detail::fp32_to_bf16_bits(static_cast<float>(acc[c]));
   }
-  for (int64_t c = 0; c < out_f; ++c) gb[c] = detail::fp32_to_bf16_bits(static_cast<float>(acc[c]));
 }
 
 }  // namespace
