@@ -264,3 +264,29 @@ def test_reciprocal_and_reflected_division_gradients_bitwise():
         x = fc.tensor(a).requires_grad_()
         f(x).backward(fc.tensor(g))
         np.testing.assert_array_equal(to_np(x.grad), t.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+def test_addcmul_lerp_gradients(dtype):
+    # The fused kernel's product rule (derivatives.yaml) and lerp's two branches, against torch.
+    rng = np.random.default_rng(8)
+    vals = [rng.standard_normal((5, 3)), rng.standard_normal((3,)), rng.standard_normal((5, 1))]
+    vals.append(rng.uniform(-0.5, 1.5, (5, 3)))
+    tdt = getattr(torch, dtype)
+    theirs = [torch.tensor(v, dtype=tdt, requires_grad=True) for v in vals]
+    ours = [fc.tensor(v, dtype=getattr(fc, dtype), requires_grad=True) for v in vals]
+    tol = 1e-12 if dtype == "float64" else 2e-2
+    for fn in (
+        lambda m, x: m.addcmul(x[0], x[1], x[2], value=-0.7),
+        lambda m, x: m.lerp(x[0], x[1].expand(5, 3), x[3]),
+        lambda m, x: m.lerp(x[0], x[2].expand(5, 3), 0.8),
+    ):
+        for t in theirs + ours:
+            t.grad = None
+        fn(torch, theirs).sum().backward()
+        fn(fc, ours).sum().backward()
+        for t, o in zip(theirs, ours, strict=True):
+            if t.grad is None:
+                assert o.grad is None
+                continue
+            np.testing.assert_allclose(to_np(o.grad.to(fc.float64)), t.grad.double().numpy(), rtol=tol, atol=tol)

@@ -95,6 +95,8 @@ RNN = "_rnn_layer _rnn_layer_backward".split()
 MIGRATED += RNN
 # _linear_packed: its meta step (linear's) is tested in test_linear_packed.py
 MIGRATED += ["_linear_packed"]
+# _addcmul_fused: its meta step is tested in test_pointwise_composites.py
+MIGRATED += ["_addcmul_fused"]
 
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:

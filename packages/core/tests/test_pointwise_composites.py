@@ -51,6 +51,72 @@ def test_addcmul_addcdiv(name, dtype, value):
     assert_same(out, expected)
 
 
+def bits(t):
+    """A tensor's elements as integers of its width (torch or flambeau), for bit-for-bit comparison."""
+    if not isinstance(t, torch.Tensor):
+        t = torch.from_numpy(to_numpy(t, widen=True)).to(getattr(torch, str(t.dtype).split(".")[-1]))
+    return t.detach().view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]).numpy()
+
+
+ROUNDING_DTYPES = ["float32", "float64", "float16", "bfloat16"]
+
+
+@pytest.mark.on_devices(types=("cpu",))
+@pytest.mark.parametrize("dtype", ROUNDING_DTYPES)
+def test_addcmul_addcdiv_lerp_round_as_torch(dtype):
+    # PyTorch's CPU arithmetic (Note [Fused addcmul]): addcmul and lerp one fused multiply-add, addcdiv
+    # self + (value * t1) / t2, float16/bfloat16 in float32 rounded once. Bit for bit on 20,000 elements,
+    # contiguous, broadcast and strided.
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 100, 200)).astype(np.float32)
+    c = rng.uniform(0.5, 2, (100, 200)).astype(np.float32)
+    w = rng.uniform(-0.2, 1.2, (100, 200)).astype(np.float32)
+    tdt = getattr(torch, dtype)
+    ta, tb, tc, tw = (torch.from_numpy(x).to(tdt) for x in (a, b, c, w))
+    fa, fb, fcc, fw = (fc.tensor(x.float().numpy()).to(getattr(fc, dtype)) for x in (ta, tb, tc, tw))
+    cases = [
+        (lambda m, x, y, z: m.addcmul(x, y, z, value=0.3), (0, 1, 2)),
+        (lambda m, x, y, z: m.addcmul(x, y, z), (0, 1, 2)),
+        (lambda m, x, y, z: m.addcmul(x, y[:1], z.T.contiguous().T, value=-1.5), (0, 1, 2)),
+        (lambda m, x, y, z: m.addcdiv(x, y, z, value=0.3), (0, 1, 2)),
+        (lambda m, x, y, z: m.addcdiv(x[:, ::2], y[:, 1::2], z[:, ::2], value=-2), (0, 1, 2)),
+        (lambda m, x, y, z: m.lerp(x, y, 0.1), (0, 1, 2)),
+        (lambda m, x, y, z: m.lerp(x, y, 0.9), (0, 1, 2)),
+        (lambda m, x, y, z: m.lerp(x, y, -0.7), (0, 1, 2)),
+        (lambda m, x, y, z: m.lerp(x, y, z), (0, 1, 3)),
+        (lambda m, x, y, z: m.lerp(x[:, :1], y, z[0]), (0, 1, 3)),
+    ]
+    ours, theirs = (fa, fb, fcc, fw), (ta, tb, tc, tw)
+    for k, (f, pick) in enumerate(cases):
+        expected = f(torch, *(theirs[i] for i in pick))
+        got = f(fc, *(ours[i] for i in pick))
+        assert str(got.dtype).split(".")[-1] == dtype
+        np.testing.assert_array_equal(bits(got), bits(expected), err_msg=f"case {k}")
+    # In place: the optimizers' forms.
+    in_place = [("addcmul_", (1, 2), {"value": 0.7}), ("addcdiv_", (1, 2), {"value": 0.7}), ("lerp_", (1, 3), {})]
+    for name, args, kw in in_place:
+        target, expected = ours[0].clone(), theirs[0].clone()
+        getattr(target, name)(*(ours[i] for i in args), **kw)
+        getattr(expected, name)(*(theirs[i] for i in args), **kw)
+        np.testing.assert_array_equal(bits(target), bits(expected), err_msg=name)
+
+
+def test_addcmul_fused_refuses_integers():
+    with pytest.raises(TypeError, match=r"_addcmul_fused"):
+        fc._C._addcmul_fused(fc.tensor([1, 2]), fc.tensor([1, 2]), fc.tensor([1, 2]), 1)
+
+
+def test_addcmul_fused_meta_step():
+    # Broadcast shape and promoted dtype without computing; the CPU kernel gives the same.
+    meta = fc.empty(4, 1, 3, device="meta"), fc.empty(5, 1, device="meta", dtype=fc.float64)
+    out = fc._C._addcmul_fused(*meta, fc.empty(3, device="meta"), 2)
+    cpu = fc._C._addcmul_fused(fc.ones(4, 1, 3), fc.ones(5, 1, dtype=fc.float64), fc.ones(3), 2)
+    assert out.is_meta and out.shape == cpu.shape == (4, 5, 3) and out.dtype == cpu.dtype == fc.float64
+    assert to_numpy(cpu).tolist() == np.full((4, 5, 3), 3.0).tolist()
+    with pytest.raises(RuntimeError, match=r"_addcmul_fused"):
+        fc._C._addcmul_fused(fc.empty(4, device="meta"), fc.empty(3, device="meta"), fc.empty(4, device="meta"), 1)
+
+
 def test_addcmul_promotes_and_addcdiv_refuses_integer_division():
     ours = fc.addcmul(fc.tensor([1, 2]), fc.tensor([1.5, 2.0]), fc.tensor([2, 2]))
     assert_same(ours, torch.addcmul(torch.tensor([1, 2]), torch.tensor([1.5, 2.0]), torch.tensor([2, 2])))

@@ -8,6 +8,7 @@
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "host_read.h"
+#include "opmath.h"
 
 namespace flambeau {
 namespace {
@@ -26,7 +27,10 @@ Tensor as_float(const Tensor& t) {
 
 }  // namespace
 
+// A floating result on the CPU is the fused kernel (Note [Fused addcmul]); elsewhere, and for integer and
+// complex operands, a product then an add.
 Tensor composite::addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) {
+  if (opmath::fused_on_cpu({&self, &tensor1, &tensor2})) return op::_addcmul_fused(self, tensor1, tensor2, value);
   return flambeau::add(self, op::mul(tensor1, tensor2), value);
 }
 
@@ -35,7 +39,12 @@ Tensor composite::addcdiv(const Tensor& self, const Tensor& tensor1, const Tenso
                 "[addcdiv] Integer division with addcdiv is no longer supported: tensor1 and tensor2 are ",
                 dtype_name(tensor1.dtype()), " and ", dtype_name(tensor2.dtype()),
                 "; use (input + value * tensor1 / tensor2) for a true division");
-  return flambeau::add(self, op::div(tensor1, tensor2), value);
+  // PyTorch's order, self + (value * tensor1) / tensor2, in float32 for float16/bfloat16 operands with one
+  // rounding at the end (its opmath).
+  const ScalarType t = opmath::promoted({&self, &tensor1, &tensor2});
+  if (opmath::is_16bit(t))
+    return to_dtype(op::addcdiv(opmath::widen(self), opmath::widen(tensor1), opmath::widen(tensor2), value), t);
+  return op::add(self, op::div(op::mul(tensor1, scalar_to_tensor(value)), tensor2), 1);
 }
 
 Tensor composite::rsub(const Tensor& self, const Tensor& other, const Scalar& alpha) {
