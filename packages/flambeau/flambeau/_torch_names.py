@@ -446,6 +446,7 @@ def from_file(
         ([2.0, 2.0, 2.0], 12)
     """
     import os
+    import sys
 
     import numpy as np
     from flambeau_interop import from_numpy
@@ -462,6 +463,10 @@ def from_file(
     nbytes = size * dtype.itemsize
     if nbytes == 0:
         return fc.empty(0, dtype=dtype)
+    if nbytes > sys.maxsize:  # no file or mapping holds it (os.truncate would raise a bare OverflowError)
+        raise FlambeauError(
+            f"[from_file] size {size} of {dtype} is {nbytes} bytes, more than a file can hold ({sys.maxsize})"
+        )
     if shared:
         with open(filename, "ab"):  # created if missing
             pass

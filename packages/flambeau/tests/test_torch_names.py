@@ -228,6 +228,10 @@ def test_from_file_sizes_and_errors(tmp_path):
     assert os.path.getsize(grown) == 20
     with pytest.raises(RuntimeError, match=r"\[from_file\] makes strided tensors in cpu memory only"):
         fb.from_file(path, size=2, pin_memory=True)
+    huge = str(tmp_path / "huge.bin")
+    with pytest.raises(RuntimeError, match=r"\[from_file\] size 4611686018427387904 of .*is 18446744073709551616"):
+        fb.from_file(huge, shared=True, size=2**62)
+    assert not os.path.exists(huge)  # refused before the file is made
 
 
 def test_get_autocast_gpu_dtype_warns_as_torch():
