@@ -82,8 +82,8 @@ Tensor conv_packed(const Tensor& input, const Tensor& weight, const Tensor& pack
   bool fast = packable(weight, groups) && input.dim() == 4 && input.dtype() == ScalarType::Float32 &&
               input.is_contiguous() && weight.is_contiguous() && packed.dtype() == ScalarType::Float32 &&
               input.device() == weight.device() && packed.device() == weight.device() &&
-              (!bias || bias->device() == weight.device()) &&
-              packed.is_contiguous() && res_fits && input.numel() > 0 &&
+              (!bias || bias->device() == weight.device()) && packed.is_contiguous() && res_fits &&
+              input.numel() > 0 &&
               (!bias || (bias->is_contiguous() && bias->dtype() == ScalarType::Float32)) &&
               !needs_grad(input) && !needs_grad(weight) && !(bias && needs_grad(*bias)) &&
               !(residual && needs_grad(*residual));
