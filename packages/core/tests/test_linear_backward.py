@@ -45,8 +45,10 @@ def check(got, want, dtype):
 # and one below the size where the call goes to the pool.
 # With two threads grad_weight is cut into halving row blocks: 1001 rows (the last block odd), 100 (two
 # blocks: the rest too short to halve), 40 (one).
-SHAPES = [(128, 784, 512), (128, 512, 512), (128, 512, 10), (333, 257, 129), (7, 5, 3), (1000, 40, 70), (3, 2000, 900),
-          (70, 33, 1001), (90, 300, 100), (300, 70, 40)]
+SHAPES = [
+    (128, 784, 512), (128, 512, 512), (128, 512, 10), (333, 257, 129), (7, 5, 3), (1000, 40, 70), (3, 2000, 900),
+    (70, 33, 1001), (90, 300, 100), (300, 70, 40),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
