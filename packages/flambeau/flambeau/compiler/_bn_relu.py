@@ -42,25 +42,11 @@ from . import _cpp_kernel
 Tensor = fc.Tensor
 
 # One kernel for both directions (c[3]: 0 forward, 1 backward), one channel per call of ``channel``, the
-# channels shared by core's thread pool. Its text includes no standard header but <cstdint> and declares the
-# three pool functions of core it calls (flambeau/parallel.h pulls in <algorithm> and <atomic>, about 0.4 s
-# of the 0.5 s a fused kernel takes to compile): it builds in about a tenth of a fused kernel's time.
-_KERNEL = r"""#include <cstdint>
-
-#include <flambeau/abi.h>
-
-namespace flambeau {
-int get_num_threads();
-bool in_parallel_region();
-namespace detail {
-bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx);
-}  // namespace detail
-}  // namespace flambeau
-
-#pragma GCC target("prefer-vector-width=512")  // core's AVX-512 loops' width: the same order of sums
+# channels shared by core's thread pool. Its text follows LIGHT_POOL_PREAMBLE (_cpp_kernel.py: no standard
+# header but <cstdint>): it builds in about a tenth of a fused kernel's time.
+_KERNEL = r"""#pragma GCC target("prefer-vector-width=512")  // core's AVX-512 loops' width: the same order of sums
 
 namespace {
-[[gnu::used]] constexpr char kAbiMarker[] = "FLAMBEAU_ABI_TAG=" FLAMBEAU_ABI_TAG ";";
 using T = float;
 
 struct Args {
@@ -185,7 +171,7 @@ extern "C" void NAME(const T* x, const T* w, const T* bb, const T* rm, const T* 
 
 def _kernel() -> Any:
     """The kernel (built on first use); ``RuntimeError`` if it cannot be built."""
-    text = f"// fb.compile batch norm relu kernel; isa: {_cpp_kernel.isa()}\n{_KERNEL}"
+    text = _cpp_kernel.light_pool_text("batch norm relu kernel", _KERNEL)
     name = "fb_bn_relu_" + hashlib.sha256(text.encode()).hexdigest()[:16]
     return _cpp_kernel.kernel(text.replace("NAME", name), name, [ctypes.c_void_p] * 14)
 

@@ -42,6 +42,33 @@ from . import _disk_cache
 
 CFLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno"]
 
+# The head of a generated kernel that runs on core's thread pool without flambeau/parallel.h, which pulls in
+# <algorithm> and <atomic> (about 0.4 s of the 0.5 s a fused kernel takes to compile): <cstdint>, the ABI tag
+# and declarations of the three pool functions it calls (the batch norm relu and table kernels).
+LIGHT_POOL_PREAMBLE = r"""#include <cstdint>
+
+#include <flambeau/abi.h>
+
+namespace flambeau {
+int get_num_threads();
+bool in_parallel_region();
+namespace detail {
+bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx);
+}  // namespace detail
+}  // namespace flambeau
+
+namespace {
+[[gnu::used]] constexpr char kAbiMarker[] = "FLAMBEAU_ABI_TAG=" FLAMBEAU_ABI_TAG ";";
+}  // namespace
+"""
+
+
+def light_pool_text(what: str, body: str) -> str:
+    """A light kernel's whole text: a comment naming it and the ISA (part of its hash), the light preamble,
+    ``body``."""
+    return f"// fb.compile {what}; isa: {isa()}\n{LIGHT_POOL_PREAMBLE}{body}"
+
+
 # abi.h after a standard header: the C++ library defines _GLIBCXX_USE_CXX11_ABI, which the tag reads.
 PREAMBLE = r"""#include <bit>
 #include <cmath>

@@ -74,22 +74,8 @@ Tensor = fc.Tensor
 _FLOATS = (fc.float32, fc.float64)
 
 # One kernel, two calls (``c[0]``): 0 writes a batch's gradient rows into a table's gradient buffer, 1 steps
-# SGD over tables. Its text includes no standard header but <cstdint> and declares the three pool functions
-# of core it calls (as the batch norm relu kernel of _bn_relu.py).
-_KERNEL = r"""#include <cstdint>
-
-#include <flambeau/abi.h>
-
-namespace flambeau {
-int get_num_threads();
-bool in_parallel_region();
-namespace detail {
-bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx);
-}  // namespace detail
-}  // namespace flambeau
-
-namespace {
-[[gnu::used]] constexpr char kAbiMarker[] = "FLAMBEAU_ABI_TAG=" FLAMBEAU_ABI_TAG ";";
+# SGD over tables. Its text follows LIGHT_POOL_PREAMBLE (_cpp_kernel.py), as the batch norm relu kernel's.
+_KERNEL = r"""namespace {
 using T = TYPE;
 constexpr int64_t kMaxTables = 8;
 constexpr int64_t kGrain = 32768;  // core's kGrainSize: elements per thread at least
@@ -324,7 +310,7 @@ def _kernel(dtype: Any) -> Any:
         return _kernels[dtype]
     except KeyError:
         pass
-    text = f"// fb.compile table gradient kernel; isa: {_cpp_kernel.isa()}\n{_KERNEL}".replace("TYPE", _CTYPES[dtype])
+    text = _cpp_kernel.light_pool_text("table gradient kernel", _KERNEL).replace("TYPE", _CTYPES[dtype])
     name = "fb_table_" + hashlib.sha256(text.encode()).hexdigest()[:16]
     try:
         fn = _cpp_kernel.kernel(text.replace("NAME", name), name, [ctypes.c_void_p] * 3)
