@@ -10,7 +10,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from helpers import to_numpy
+from helpers import run_with_capability, to_numpy
 
 pytestmark = pytest.mark.on_devices
 
@@ -99,6 +99,22 @@ def test_addcmul_addcdiv_lerp_round_as_torch(dtype):
         getattr(target, name)(*(ours[i] for i in args), **kw)
         getattr(expected, name)(*(theirs[i] for i in args), **kw)
         np.testing.assert_array_equal(bits(target), bits(expected), err_msg=name)
+
+
+@pytest.mark.on_devices(types=("cpu",))
+def test_addcmul_fused_without_fma_instructions_gives_the_same_bits():
+    # At the base capability the loop calls std::fma instead of the vfmadd it is compiled to on AVX2: a fused
+    # multiply-add is exact either way, so the bits agree.
+    script = """
+import numpy as np, flambeau_core as fc
+rng = np.random.default_rng(2)
+a, b, c = (fc.tensor(rng.standard_normal(5000).astype(np.float32)) for _ in range(3))
+r = fc._C._addcmul_fused(a, b, c, 0.3)
+print(np.asarray(r.tolist(), dtype=np.float32).view(np.int32).sum(dtype=np.int64))
+print(fc._C._cpu_capability())
+"""
+    here = run_with_capability("avx2", script).splitlines()[0]
+    assert run_with_capability("base", script).splitlines()[0] == here
 
 
 def test_addcmul_fused_refuses_integers():

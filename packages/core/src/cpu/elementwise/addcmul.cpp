@@ -3,6 +3,7 @@
 // float16/bfloat16 and rounded once to the result's dtype (Note [Fused addcmul]).
 #include <cmath>
 
+#include "cpu/dispatch/dispatch_stub.h"
 #include "elementwise.h"
 #include "flambeau/half.h"
 #include "flambeau/ops.h"
@@ -32,7 +33,7 @@ inline void contiguous_fused(T* out, const T* a, const T* b, const T* c, M v, in
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 // Without the fma target std::fma is a libm call per element; with it the compiler inlines one vfmadd per
-// element and vectorizes the loop (has_fma checks the CPU).
+// element and vectorizes the loop. Every CPU of the AVX2 dispatch level has FMA (hardware_isa).
 __attribute__((target("fma"))) void contiguous_fma(float* o, const float* a, const float* b, const float* c,
                                                    float v, int64_t n) {
   contiguous_fused<float, float>(o, a, b, c, v, n);
@@ -41,10 +42,7 @@ __attribute__((target("fma"))) void contiguous_fma(double* o, const double* a, c
                                                    const double* c, double v, int64_t n) {
   contiguous_fused<double, double>(o, a, b, c, v, n);
 }
-bool has_fma() {
-  static const bool yes = __builtin_cpu_supports("fma");
-  return yes;
-}
+bool has_fma() { return cpu::active_isa() >= cpu::Isa::Avx2; }
 #else
 template <class T>
 void contiguous_fma(T* o, const T* a, const T* b, const T* c, T v, int64_t n) {
