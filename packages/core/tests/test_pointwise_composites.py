@@ -122,6 +122,12 @@ def test_addcmul_fused_refuses_integers():
         fc._C._addcmul_fused(fc.tensor([1, 2]), fc.tensor([1, 2]), fc.tensor([1, 2]), 1)
 
 
+def test_addcmul_fused_refuses_a_broadcast_shape_past_int64():
+    huge = fc.empty(1).expand(2**62, 1)  # a view: nothing allocated
+    with pytest.raises(RuntimeError, match=r"\[_addcmul_fused\] shape \(4611686018427387904, 4\) is too large"):
+        fc._C._addcmul_fused(huge, fc.empty(1, 4), fc.empty(1), 1)
+
+
 def test_addcmul_fused_meta_step():
     # Broadcast shape and promoted dtype without computing; the CPU kernel gives the same.
     meta = fc.empty(4, 1, 3, device="meta"), fc.empty(5, 1, device="meta", dtype=fc.float64)
