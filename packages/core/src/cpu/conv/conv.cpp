@@ -18,7 +18,9 @@
 // other float32 convolutions but those 1x1 ones: weight gradients (Note
 // [Direct weight gradient]), stride-1 transposed convolutions (Note [Stride-1
 // transposed convolution]: the input gradient of a stride-1 convolution) and
-// strided ones of 2+ taps (Note [Strided transposed convolution]).
+// strided ones of 2+ taps (Note [Strided transposed convolution]). On AVX2 CPUs, float32 forward
+// convolutions of one group, stride 1 or 2 and up to 1,152 input taps per output run the direct kernel
+// of Note [AVX2 direct convolution] (conv_direct_avx2.cpp) instead of im2col + GEMM.
 //
 // Channels-last tensors (Note [Result layout]: a channels-last input or weight gives a channels-last
 // output and gradients, as PyTorch's) run these NCHW kernels on an NCHW copy of the input, the result
@@ -41,6 +43,7 @@
 
 #include "conv_bf16.h"
 #include "conv_direct.h"
+#include "conv_direct_avx2.h"
 #include "conv_kernels.h"
 #include "conv_utils.h"
 #include "cpu/write_out.h"
@@ -61,6 +64,9 @@ FB_REGISTER_NO_DISPATCH(conv_loops_stub, avx512);
 FB_DEFINE_DISPATCH(conv_direct_stub);
 FB_REGISTER_NO_DISPATCH(conv_direct_stub, base);
 FB_REGISTER_NO_DISPATCH(conv_direct_stub, avx2);
+FB_DEFINE_DISPATCH(conv_direct_avx2_stub);
+FB_REGISTER_NO_DISPATCH(conv_direct_avx2_stub, base);
+FB_REGISTER_NO_DISPATCH(conv_direct_avx2_stub, avx512);
 FB_DEFINE_DISPATCH(conv_bf16_stub);
 FB_REGISTER_NO_DISPATCH(conv_bf16_stub, base);
 FB_REGISTER_NO_DISPATCH(conv_bf16_stub, avx2);
@@ -83,6 +89,12 @@ const cpu::ConvLoopsOf<T>& loops() {
 /// The AVX-512 direct kernels (Note [Direct convolution]); nullptr below AVX-512.
 const cpu::ConvDirectKernels* direct() {
   const auto kernels = cpu::conv_direct_stub.get();
+  return kernels ? &kernels() : nullptr;
+}
+/// The AVX2 direct forward kernel (Note [AVX2 direct convolution]), for CPUs where direct() is null.
+const cpu::ConvDirectAvx2Kernels* direct_avx2() {
+  if (direct()) return nullptr;
+  const auto kernels = cpu::conv_direct_avx2_stub.get();
   return kernels ? &kernels() : nullptr;
 }
 
@@ -185,6 +197,11 @@ void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y)
     // Note [Direct convolution] (conv_direct_avx512.cpp): no im2col.
     if (!g.pointwise() && direct() && direct()->direct_conv_suits(g)) {
       direct()->direct_conv(g, x, w, bias, y);
+      return;
+    }
+    // Note [AVX2 direct convolution] (conv_direct_avx2.cpp): no im2col either.
+    if (const cpu::ConvDirectAvx2Kernels* avx2 = direct_avx2(); avx2 && avx2->suits(g)) {
+      avx2->forward(g, x, w, bias, y, nullptr, false);
       return;
     }
   }
