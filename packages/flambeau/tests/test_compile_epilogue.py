@@ -629,3 +629,70 @@ def test_training_step_batch_norm_relu_is_one_node_and_matches_eager(affine):
         for a, b in zip(mine, theirs, strict=True):
             np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-7)
     assert epilogues(compiled) == [[("native_batch_norm", "relu")] * 2 if affine else []]
+
+
+def test_batch_norm_relu_agreement_is_recorded_and_reused_by_a_later_capture(monkeypatch):
+    # Note [Batch norm relu agreement records]: the first capture checks each rewritten pair against eager's ops
+    # and records the verdict; a later capture of the same shapes (a new process, here a reset compiler) takes
+    # the record and skips the check, and still matches eager. With reuse_checks off every capture checks; a
+    # check that fails records nothing and leaves the pair to eager's ops.
+    from flambeau.compiler import _bn_relu
+
+    checks = []
+    real = _bn_relu._agrees
+
+    def counted(*args):
+        checks.append(args[1].shape)
+        return real(*args)
+
+    monkeypatch.setattr(_bn_relu, "_agrees", counted)
+    x = fb.randn(5, 3, 9, 9)  # a shape no other test of the module captures: no record yet
+
+    def capture_and_compare(x=x):
+        fb.manual_seed(7)
+        eager, model = make_convnet(fb), make_convnet(fb)
+        model.load_state_dict(eager.state_dict())
+
+        class Step:  # a training step as the benchmark's
+            def __init__(self, m):
+                self.m, self.opt = m, fb.optim.SGD(m.parameters(), lr=0.05)
+
+            def step(self):
+                self.opt.zero_grad()
+                loss = self.m(x).square().mean()
+                loss.backward()
+                self.opt.step()
+                return loss
+
+        step, compiled = Step(eager).step, fb.compile(Step(model).step)
+        for _ in range(3):
+            compiled()
+            step()
+        for a, b in zip([*model.parameters(), *model.buffers()], [*eager.parameters(), *eager.buffers()], strict=True):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-7)
+        for a, b in zip(model.parameters(), eager.parameters(), strict=True):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+        return epilogues(compiled)
+
+    pairs = [[("native_batch_norm", "relu")] * 2]
+    assert capture_and_compare() == pairs
+    first = len(checks)
+    assert first == 2  # one check per rewritten pair
+    fb.compiler.reset()
+    assert capture_and_compare() == pairs
+    assert len(checks) == first  # both verdicts came from the records
+
+    monkeypatch.setattr(fb.compiler.config, "reuse_checks", False)
+    fb.compiler.reset()
+    assert capture_and_compare() == pairs
+    assert len(checks) == first + 2
+
+    monkeypatch.setattr(fb.compiler.config, "reuse_checks", True)
+    monkeypatch.setattr(_bn_relu, "_agrees", lambda *args: False)
+    other = fb.randn(5, 3, 7, 7)  # no record for these images' size: the failing check decides
+    fb.compiler.reset()
+    assert capture_and_compare(other) == [[]]
+    monkeypatch.setattr(_bn_relu, "_agrees", counted)
+    fb.compiler.reset()
+    assert capture_and_compare(other) == pairs  # nothing was recorded for the failed check: this one checks
+    assert len(checks) == first + 4

@@ -171,9 +171,14 @@ extern "C" void NAME(const T* x, const T* w, const T* bb, const T* rm, const T* 
 
 def _kernel() -> Any:
     """The kernel (built on first use); ``RuntimeError`` if it cannot be built."""
+    return _kernel_named()[0]
+
+
+def _kernel_named() -> tuple[Any, str]:
+    """The kernel and its name (which holds the hash of its text); ``RuntimeError`` if it cannot be built."""
     text = _cpp_kernel.light_pool_text("batch norm relu kernel", _KERNEL)
     name = "fb_bn_relu_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-    return _cpp_kernel.kernel(text.replace("NAME", name), name, [ctypes.c_void_p] * 14)
+    return _cpp_kernel.kernel(text.replace("NAME", name), name, [ctypes.c_void_p] * 14), name
 
 
 class BatchNormReLU(Function):
@@ -239,12 +244,47 @@ def rewrite(bn: Any, tensor_of: Any) -> tuple[Any, tuple[Any, ...]] | None:
     if x.numel() == 0 or not all(_suits(t) and t.shape[0] == x.shape[1] for t in (w, b, rm, rv)):
         return None
     try:
-        kernel = _kernel()
+        kernel, name = _kernel_named()
     except RuntimeError:
         return None
-    if not _agrees(kernel, x[:2].contiguous(), w, b, rm, rv, mom, eps):  # two images: the check's cost stays small
-        return None
+    sample = x[:2].contiguous()  # two images: the check's cost stays small
+    if not _agreed_before(name, sample, mom, eps):
+        if not _agrees(kernel, sample, w, b, rm, rv, mom, eps):
+            return None
+        _record_agreement(name, sample, mom, eps)
     return batch_norm_relu, (kernel, x_ref, w_ref, b_ref, rm_ref, rv_ref, mom, eps)
+
+
+# Note [Batch norm relu agreement records]
+# ``_agrees`` runs the node and eager's ops once per rewritten batch norm at every capture: on the benchmark
+# MobileNet (11 of them) a third of a warm compile, whose graph check a record of an earlier process already
+# stands for (Note [Checked captures] in ``_checked.py``). A passed agreement is recorded the same way, in the
+# same folder and format, under a fingerprint of what the verdict depends on besides the values: the
+# environment of the graph records (Python, the machine and its ISA, every library and Python file of
+# flambeau's packages by size and time, so any rebuild or edit voids it), the kernel (its name holds the hash
+# of its text), the sample's shape, and the momentum and eps. A later capture with the same fingerprint skips
+# the check; as with the graph records, what a record cannot vouch for is the values (the check ran on the
+# earlier process's). ``config.reuse_checks`` off checks every time.
+def _agreement_digest(name: str, sample: Tensor, mom: float, eps: float) -> str:
+    from . import _checked
+
+    text = f"batch norm relu agrees|{_checked.environment()}|{name}|{tuple(sample.shape)}|{mom!r}|{eps!r}"
+    return hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
+
+
+def _agreed_before(name: str, sample: Tensor, mom: float, eps: float) -> bool:
+    from . import _checked
+    from ._compiled import config
+
+    return config.reuse_checks and _checked.lookup(_agreement_digest(name, sample, mom, eps))[0]
+
+
+def _record_agreement(name: str, sample: Tensor, mom: float, eps: float) -> None:
+    from . import _checked
+    from ._compiled import config
+
+    if config.reuse_checks:
+        _checked.store(_agreement_digest(name, sample, mom, eps), 1)
 
 
 def _agrees(kernel: Any, x: Tensor, w: Tensor, b: Tensor, rm: Tensor, rv: Tensor, mom: float, eps: float) -> bool:
