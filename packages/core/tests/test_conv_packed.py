@@ -146,3 +146,15 @@ def test_errors_are_convolutions():
         _C._conv_packed(x.double(), w, packed, None, [1, 1], [0, 0], [1, 1], 1)
     with pytest.raises(ValueError):  # a residual that does not broadcast to the output: add's error
         _C._conv_packed(x, w, packed, None, [1, 1], [0, 0], [1, 1], 1, fc.randn(1, 4, 7, 7))
+
+
+def test_residual_that_is_the_input():
+    """A block's identity shortcut: the residual is the convolution's own input (read twice, never written)."""
+    rng = np.random.default_rng(5)
+    x = tensor(rng.standard_normal((2, 16, 8, 8), dtype=np.float32))
+    w = tensor(rng.standard_normal((16, 16, 3, 3), dtype=np.float32))
+    b = tensor(rng.standard_normal(16, dtype=np.float32))
+    before = to_numpy(x).copy()
+    got = _C._conv_packed(x, w, _C._pack_conv_weight(w, 1), b, [1, 1], [1, 1], [1, 1], 1, x, True)
+    ref = (fc.convolution(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1) + x).relu()
+    assert np.array_equal(to_numpy(got), to_numpy(ref)) and np.array_equal(to_numpy(x), before)

@@ -16,9 +16,10 @@ The folded weight is refolded whenever one of its tensors changed (``FoldedConv`
 memory), and packed again whenever the folded weight is a new tensor, so a call always reads the current
 parameters and statistics. The values are the separate ops' bits (the same kernel and order of sums; the
 addition and relu on the stored value). At capture each rewritten node runs once on the recorded inputs
-against the recorded result; a disagreement leaves the nodes as they were, with a warning. Where the kernel
-does not take a call (no AVX-512, a layout or a size it does not run), ``_conv_packed`` runs the separate
-ops itself.
+against the recorded result; a disagreement leaves the nodes as they were, with a warning. Without AVX-512
+the weight is not packed, and ``_conv_packed`` runs core's AVX2 direct kernel with the same residual and relu
+in its stores (core's Note [AVX2 direct convolution]); where neither kernel takes a call (a layout or a size
+it does not run), ``_conv_packed`` runs the separate ops itself.
 """
 
 from __future__ import annotations

@@ -67,6 +67,11 @@ FB_REGISTER_NO_DISPATCH(conv_direct_stub, avx2);
 FB_DEFINE_DISPATCH(conv_direct_avx2_stub);
 FB_REGISTER_NO_DISPATCH(conv_direct_avx2_stub, base);
 FB_REGISTER_NO_DISPATCH(conv_direct_avx2_stub, avx512);
+const ConvDirectAvx2Kernels* direct_avx2_kernels() {
+  if (conv_direct_stub.get()) return nullptr;
+  const auto kernels = conv_direct_avx2_stub.get();
+  return kernels ? &kernels() : nullptr;
+}
 FB_DEFINE_DISPATCH(conv_bf16_stub);
 FB_REGISTER_NO_DISPATCH(conv_bf16_stub, base);
 FB_REGISTER_NO_DISPATCH(conv_bf16_stub, avx2);
@@ -89,12 +94,6 @@ const cpu::ConvLoopsOf<T>& loops() {
 /// The AVX-512 direct kernels (Note [Direct convolution]); nullptr below AVX-512.
 const cpu::ConvDirectKernels* direct() {
   const auto kernels = cpu::conv_direct_stub.get();
-  return kernels ? &kernels() : nullptr;
-}
-/// The AVX2 direct forward kernel (Note [AVX2 direct convolution]), for CPUs where direct() is null.
-const cpu::ConvDirectAvx2Kernels* direct_avx2() {
-  if (direct()) return nullptr;
-  const auto kernels = cpu::conv_direct_avx2_stub.get();
   return kernels ? &kernels() : nullptr;
 }
 
@@ -200,7 +199,7 @@ void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y)
       return;
     }
     // Note [AVX2 direct convolution] (conv_direct_avx2.cpp): no im2col either.
-    if (const cpu::ConvDirectAvx2Kernels* avx2 = direct_avx2(); avx2 && avx2->suits(g)) {
+    if (const cpu::ConvDirectAvx2Kernels* avx2 = cpu::direct_avx2_kernels(); avx2 && avx2->suits(g)) {
       avx2->forward(g, x, w, bias, y, nullptr, false);
       return;
     }

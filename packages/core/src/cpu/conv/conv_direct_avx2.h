@@ -28,4 +28,8 @@ void direct_conv(const ConvGeo& g, const float* big, const float* w, const float
 
 FB_DECLARE_DISPATCH(const ConvDirectAvx2Kernels& (*)(), conv_direct_avx2_stub);
 
+/// conv_direct_avx2_stub's kernel where conv_direct_stub has none (conv.cpp), else nullptr: the
+/// AVX-512 kernels run first where they are there.
+const ConvDirectAvx2Kernels* direct_avx2_kernels();
+
 }  // namespace flambeau::cpu

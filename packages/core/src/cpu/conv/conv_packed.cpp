@@ -6,6 +6,7 @@
 #include <array>
 
 #include "conv_direct.h"
+#include "conv_direct_avx2.h"
 #include "flambeau/conv_utils.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/error.h"
@@ -79,19 +80,33 @@ Tensor conv_packed(const Tensor& input, const Tensor& weight, const Tensor& pack
   const bool res_fits = !residual || (std::ranges::equal(residual->sizes(), out_shape) &&
                                       residual->dtype() == ScalarType::Float32 && residual->is_contiguous() &&
                                       residual->device() == input.device());
-  bool fast = packable(weight, groups) && input.dim() == 4 && input.dtype() == ScalarType::Float32 &&
-              input.is_contiguous() && weight.is_contiguous() && packed.dtype() == ScalarType::Float32 &&
-              input.device() == weight.device() && packed.device() == weight.device() &&
-              (!bias || bias->device() == weight.device()) && packed.is_contiguous() && res_fits &&
-              input.numel() > 0 &&
-              (!bias || (bias->is_contiguous() && bias->dtype() == ScalarType::Float32)) &&
-              !needs_grad(input) && !needs_grad(weight) && !(bias && needs_grad(*bias)) &&
-              !(residual && needs_grad(*residual));
+  // The tensors either direct kernel reads as they are: float32 NCHW memory on the weight's device,
+  // nothing that needs a gradient.
+  const bool plain =
+      weight.dtype() == ScalarType::Float32 && weight.dim() == 4 && weight.device().type == DeviceType::CPU &&
+      input.dim() == 4 && input.dtype() == ScalarType::Float32 && input.is_contiguous() &&
+      weight.is_contiguous() && input.device() == weight.device() &&
+      (!bias || bias->device() == weight.device()) && res_fits && input.numel() > 0 &&
+      (!bias || (bias->is_contiguous() && bias->dtype() == ScalarType::Float32)) && !needs_grad(input) &&
+      !needs_grad(weight) && !(bias && needs_grad(*bias)) && !(residual && needs_grad(*residual));
+  bool fast = plain && packable(weight, groups) && packed.dtype() == ScalarType::Float32 &&
+              packed.device() == weight.device() && packed.is_contiguous();
   ConvGeo g;
   if (fast) {
     g = geo_2d(input.sizes(), weight.sizes(), out_shape, stride, padding, dilation, groups);
     fast = !g.pointwise() && packed.numel() == packed_size(g) &&
            packed.data<float>()[packed.numel() - 1] == kernel_tag() && direct()->direct_conv_suits(g);
+  }
+  if (!fast && plain) {
+    // No AVX-512 kernel (the weight was not packed): the AVX2 direct kernel takes the residual and
+    // the relu in its stores as well (Note [AVX2 direct convolution]).
+    const ConvGeo f = geo_2d(input.sizes(), weight.sizes(), out_shape, stride, padding, dilation, groups);
+    if (const ConvDirectAvx2Kernels* avx2 = direct_avx2_kernels(); avx2 && avx2->suits(f)) {
+      Tensor out = op::empty(IntArrayRef(out_shape), ScalarType::Float32, weight.device());
+      avx2->forward(f, input.data<float>(), weight.data<float>(), bias ? bias->data<float>() : nullptr,
+                    out.data<float>(), residual ? residual->data<float>() : nullptr, relu);
+      return out;
+    }
   }
   if (!fast) {
     Tensor y = op::convolution(input, weight, bias, stride, padding, dilation, false, output_padding, groups);

@@ -17,7 +17,9 @@ Tensor pack_conv_weight(const Tensor& weight, int64_t groups);
 /// relu?(conv2d(input, weight, bias, stride, padding, dilation, groups) + residual?), packed being
 /// pack_conv_weight(weight, groups): the separate ops' values. Where the direct kernel does not take the
 /// call (packed empty or of another size, a geometry it does not suit, a strided tensor, a residual of
-/// another shape, a tensor that requires grad under grad mode) it runs convolution, add_ and relu_.
+/// another shape, a tensor that requires grad under grad mode) it runs convolution, add_ and relu_; on
+/// CPUs without AVX-512, the AVX2 direct kernel takes the residual and relu in its stores where it runs
+/// the convolution (Note [AVX2 direct convolution]: the same bits as the separate ops).
 Tensor conv_packed(const Tensor& input, const Tensor& weight, const Tensor& packed,
                    const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding,
                    IntArrayRef dilation, int64_t groups, const std::optional<Tensor>& residual, bool relu);
