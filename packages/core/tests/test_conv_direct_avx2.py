@@ -113,3 +113,36 @@ def test_the_avx2_kernel_is_chosen_on_avx2_hosts():
         assert not _runs_avx2_kernel()
     elif fc._C._cpu_capability() == "avx2":
         assert _runs_avx2_kernel()
+
+
+# (N, C_in, C_out, H, W, kernel, padding, groups) of stride-1 transposed convolutions: the input gradients
+# of stride-1 convolutions (Note [Stride-1 transposed convolution]), run as a plain convolution with the
+# kernel flipped; groups and mostly-padding ones stay on GEMM + col2im.
+TRANSPOSED = [
+    (3, 16, 16, 32, 32, 3, 1, 1),
+    (3, 32, 32, 16, 16, 3, 1, 1),
+    (2, 64, 64, 8, 8, 3, 1, 1),
+    (2, 5, 13, 11, 9, 3, 1, 1),
+    (2, 4, 6, 9, 10, 3, 0, 1),
+    (2, 3, 8, 12, 11, 5, 2, 1),
+    (2, 6, 4, 7, 7, (1, 3), (0, 1), 1),
+    (2, 8, 8, 9, 9, 3, 1, 2),
+    (2, 4, 4, 6, 6, 5, 0, 1),
+]
+
+
+@pytest.mark.parametrize("case", TRANSPOSED, ids=[str(c) for c in TRANSPOSED])
+@pytest.mark.parametrize("kernel", ["auto", "gemm"])
+def test_stride1_transposed_matches_torch(case, kernel, cpu_settings):
+    n, cin, cout, h, w, k, p, g = case
+    kh, kw = (k, k) if isinstance(k, int) else k
+    r = _rng(case)
+    x = r.standard_normal((n, cin, h, w)).astype(np.float32)
+    wt = r.standard_normal((cin, cout // g, kh, kw)).astype(np.float32)
+    b = r.standard_normal(cout).astype(np.float32)
+    cpu_settings(conv_transposed_kernel=kernel)
+    expected = torch.nn.functional.conv_transpose2d(
+        torch.from_numpy(x), torch.from_numpy(wt), torch.from_numpy(b), 1, p, 0, g
+    ).numpy()
+    got = fc.conv_transpose2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), 1, p, 0, g)
+    np.testing.assert_allclose(to_numpy(got), expected, **TOL)
