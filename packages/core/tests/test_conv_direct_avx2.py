@@ -146,3 +146,13 @@ def test_stride1_transposed_matches_torch(case, kernel, cpu_settings):
     ).numpy()
     got = fc.conv_transpose2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), 1, p, 0, g)
     np.testing.assert_allclose(to_numpy(got), expected, **TOL)
+
+
+def test_an_image_whose_result_outgrows_the_buffers_runs_on_gemm():
+    """64 output channels of 300 x 300 (a 5.8M-float wide result per image, over the 4M-float bound) run
+    on im2col + GEMM: the same values as torch, no 23 MB buffer kept per thread."""
+    r = _rng("large")
+    x = r.standard_normal((1, 3, 300, 300)).astype(np.float32)
+    wt = r.standard_normal((64, 3, 3, 3)).astype(np.float32)
+    expected = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wt), None, 1, 1).numpy()
+    np.testing.assert_allclose(to_numpy(fc.conv2d(fc.tensor(x), fc.tensor(wt), None, 1, 1)), expected, **TOL)

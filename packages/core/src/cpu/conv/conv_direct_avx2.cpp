@@ -159,10 +159,19 @@ inline void tile(const Plan& p, int64_t Cb, const float* planes, const float* wt
 
 }  // namespace
 
+/// Floats of either per-thread buffer (an image's phases, its wide result) at most: 16 MiB. Larger
+/// images go to im2col + GEMM, whose buffers hold a block of columns, not the whole image's result.
+constexpr int64_t kMaxBufferFloats = int64_t{1} << 22;
+
 bool direct_conv_suits(const ConvGeo& g) {
-  return g.groups == 1 && !g.pointwise() && g.dh == 1 && g.dw == 1 && g.sh == g.sw && g.sh >= 1 &&
-         g.sh <= 2 && g.kh <= 7 && g.kw <= 7 && g.ph < g.kh && g.pw < g.kw && g.Hs > 0 && g.Ws > 0 &&
-         g.Cs <= 256 && g.Cb * g.kk() <= 1152;
+  if (!(g.groups == 1 && !g.pointwise() && g.dh == 1 && g.dw == 1 && g.sh == g.sw && g.sh >= 1 && g.sh <= 2 &&
+        g.kh <= 7 && g.kw <= 7 && g.ph < g.kh && g.pw < g.kw && g.Hs > 0 && g.Ws > 0 && g.Cs <= 256 &&
+        g.Cb * g.kk() <= 1152))
+    return false;
+  // Cb <= 1152 and Hq * Wq below a tensor's element count: no overflow.
+  const int64_t s = g.sh, Hq = g.Hs + (g.kh - 1) / s, Wq = g.Ws + (g.kw - 1) / s;
+  const int64_t phases = std::min(s, g.kh) * std::min(s, g.kw);
+  return g.Cb * phases * Hq * Wq <= kMaxBufferFloats && (g.Cs + kOc) * (g.Hs * Wq + 8) <= kMaxBufferFloats;
 }
 
 void direct_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small,
