@@ -261,6 +261,7 @@ FAMILIES = {
     "rnn_kernels_stub": ("base", "avx2", "avx512"),
     "conv_loops_stub": ("base", "avx2"),
     "conv_direct_stub": ("avx512",),
+    "conv_direct_avx2_stub": ("avx2",),  # the AVX2 direct convolution (conv.cpp runs conv_direct_stub's first)
     "own_sgemm_stub": ("avx512",),
     "bf16_tiles_stub": ("avx512",),  # the bfloat16 GEMM tiles (vdpbf16ps; AVX512-BF16 checked at the call)
     "bf16_pack_stub": ("avx512",),  # the bfloat16 GEMM's right-operand panels (16 x 16 word transposes)
