@@ -7,10 +7,12 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "cpu/amx.h"
+#include "cpu/elementwise/half_convert.h"
 #include "cpu/linalg/gemm.h"
 #include "flambeau/half.h"
 #include "flambeau/parallel.h"
@@ -71,23 +73,38 @@ float to_float(uint16_t bits) {
 }
 
 // The fallback: float32 copies, the float32 GEMM (its rows starting from the bias), one rounding back.
+// An operand whose rows or columns are contiguous is widened a run at a time by the vector converters
+// (core's casts) and handed to the GEMM as stored, transposed or not; any other stride, one element at a
+// time. The copies hold the same values either way, so the products do not depend on the layout.
 template <class T>
 void via_float32(const StridedMatrix& A, const StridedMatrix& B, const float* bias, uint16_t* out,
                  int64_t batch, int64_t n, int64_t k, int64_t m) {
+  const HalfConvert& hc = half_convert();
+  const auto widen = std::is_same_v<T, BFloat16> ? hc.bf16_to_f32 : hc.f16_to_f32;
+  const auto narrow = std::is_same_v<T, BFloat16> ? hc.f32_to_bf16 : hc.f32_to_f16;
+  // op(X) (rows x cols, strides s0, s1) into dst as a float32 matrix the GEMM reads: returns (transposed,
+  // leading dimension).
+  const auto copy = [&](const uint16_t* src, int64_t s0, int64_t s1, int64_t rows, int64_t cols, float* dst) {
+    if (s1 == 1 || cols == 1) {  // rows contiguous: dst row-major
+      for (int64_t r = 0; r < rows; ++r) widen(src + r * s0, dst + r * cols, cols);
+      return std::pair<bool, int>{false, static_cast<int>(std::max<int64_t>(cols, 1))};
+    }
+    if (s0 == 1 || rows == 1) {  // columns contiguous: dst holds op(X)^T row-major, the GEMM transposes it
+      for (int64_t c = 0; c < cols; ++c) widen(src + c * s1, dst + c * rows, rows);
+      return std::pair<bool, int>{true, static_cast<int>(std::max<int64_t>(rows, 1))};
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = to_float<T>(src[r * s0 + c * s1]);
+    return std::pair<bool, int>{false, static_cast<int>(std::max<int64_t>(cols, 1))};
+  };
   std::vector<float> a(static_cast<size_t>(n * k)), b(static_cast<size_t>(k * m)),
       c(static_cast<size_t>(n * m));
   for (int64_t bi = 0; bi < batch; ++bi) {
-    const uint16_t* pa = A.at(bi);
-    const uint16_t* pb = B.at(bi);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t p = 0; p < k; ++p) a[i * k + p] = to_float<T>(pa[i * A.s0 + p * A.s1]);
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t j = 0; j < m; ++j) b[p * m + j] = to_float<T>(pb[p * B.s0 + j * B.s1]);
-    gemm<float>(false, false, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), a.data(),
-                static_cast<int>(k), b.data(), static_cast<int>(m), c.data(), static_cast<int>(m), 1.0f,
-                bias ? 1.0f : 0.0f, bias);
-    uint16_t* po = out + bi * n * m;
-    for (int64_t i = 0; i < n * m; ++i) po[i] = T(c[i]).x;
+    const auto [ta, lda] = copy(A.at(bi), A.s0, A.s1, n, k, a.data());
+    const auto [tb, ldb] = copy(B.at(bi), B.s0, B.s1, k, m, b.data());
+    gemm<float>(ta, tb, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), a.data(), lda, b.data(),
+                ldb, c.data(), static_cast<int>(m), 1.0f, bias ? 1.0f : 0.0f, bias);
+    narrow(c.data(), out + bi * n * m, n * m);
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include "cpu/elementwise/half_convert.h"
 #include "cpu/elementwise/vec_table.h"
+#include "cpu/linalg/gemm.h"
 #include "cpu/linalg/lowp_gemm.h"
 #include "flambeau/half.h"
 #include "flambeau/ops.h"
@@ -46,8 +47,12 @@ void lowp_linear_backward(const Tensor& grad, const Tensor& input, const Tensor&
   };
   // Both products: one task each (the other threads' share of each product would cost a fork and a join per
   // packing and per product); the weight's task also sums grad_bias. One product: split as the GEMM splits
-  // it.
+  // it. OpenBLAS is held to one thread around the fork: without the bfloat16 kernel each product is the
+  // float32 GEMM, which inside a parallel region calls OpenBLAS as is (Note [GEMM threads]), and two
+  // threaded OpenBLAS calls at once on two cores spin against each other (measured on an AVX2 host: the
+  // MLP's autocast step 7x its float32 one, half of it in OpenBLAS's thread server).
   if (gi && (gw || gb) && get_num_threads() > 1 && !in_parallel_region()) {
+    const SerialBlasScope serial;
     parallel_for(0, 2, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i) i == 0 ? input_part() : weight_part();
     });
