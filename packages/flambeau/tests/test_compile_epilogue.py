@@ -646,7 +646,7 @@ def test_batch_norm_relu_agreement_is_recorded_and_reused_by_a_later_capture(mon
         return real(*args)
 
     monkeypatch.setattr(_bn_relu, "_agrees", counted)
-    x = fb.randn(5, 3, 9, 9)  # a shape no other test of the module captures: no record yet
+    x = fb.randn(5, 3, 11, 11)  # a size no other test of the module captures: no record yet
 
     def capture_and_compare(x=x):
         fb.manual_seed(7)
@@ -689,7 +689,7 @@ def test_batch_norm_relu_agreement_is_recorded_and_reused_by_a_later_capture(mon
 
     monkeypatch.setattr(fb.compiler.config, "reuse_checks", True)
     monkeypatch.setattr(_bn_relu, "_agrees", lambda *args: False)
-    other = fb.randn(5, 3, 7, 7)  # no record for these images' size: the failing check decides
+    other = fb.randn(5, 3, 13, 13)  # no record for these images' size: the failing check decides
     fb.compiler.reset()
     assert capture_and_compare(other) == [[]]
     monkeypatch.setattr(_bn_relu, "_agrees", counted)
