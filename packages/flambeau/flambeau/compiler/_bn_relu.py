@@ -169,11 +169,6 @@ extern "C" void NAME(const T* x, const T* w, const T* bb, const T* rm, const T* 
 """
 
 
-def _kernel() -> Any:
-    """The kernel (built on first use); ``RuntimeError`` if it cannot be built."""
-    return _kernel_named()[0]
-
-
 def _kernel_named() -> tuple[Any, str]:
     """The kernel and its name (which holds the hash of its text); ``RuntimeError`` if it cannot be built."""
     text = _cpp_kernel.light_pool_text("batch norm relu kernel", _KERNEL)
