@@ -22,9 +22,9 @@
 // Code compiled for AVX2/AVX-512 must never be merged with the baseline copy of the same inline
 // function by the linker: the per-set files keep their loops in a namespace of their own (loops.h)
 // and never call get() (only baseline code does). What they share and cannot rename (parallel.h's
-// helpers, the standard library's templates) is emitted by baseline files too, and those link
-// first, so the library keeps their copies (Note [Instruction-set objects link last], CMakeLists.txt;
-// tools/check_isa_link_order.py checks it).
+// helpers, the standard library's templates): wherever a baseline file emits it too, that file
+// links first and the library keeps its copy (Note [Instruction-set objects link last],
+// CMakeLists.txt; tools/check_isa_link_order.py checks it).
 #include <atomic>
 #include <cstdint>
 #include <string>
