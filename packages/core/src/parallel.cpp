@@ -111,4 +111,39 @@ bool detail::run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, i
   return cpu::gemm_pool_run(chunks, threads, fn, ctx);
 }
 
+// Note [Dynamic chunks] in parallel.h: the one place parallel_for's schedule is decided.
+void detail::parallel_for_chunks(int64_t begin, int64_t end, int64_t grain,
+                                 void (*fn)(void*, int64_t, int64_t), void* ctx) {
+  if (begin >= end) return;
+  const int64_t n = end - begin;
+  const ChunkPlan plan = plan_chunks(n, grain, get_num_threads());
+  if (plan.threads <= 1 || in_parallel_region()) {
+    fn(ctx, begin, end);
+    return;
+  }
+  if (static_split()) {
+#pragma omp parallel num_threads(static_cast<int>(plan.threads))
+    {
+      const int64_t nt = omp_get_num_threads(), chunk = (n + nt - 1) / nt;
+      const int64_t b = begin + omp_get_thread_num() * chunk, e = std::min(end, b + chunk);
+      if (b < e) fn(ctx, b, e);
+    }
+    return;
+  }
+  struct Chunks {
+    int64_t begin, end, per;
+    void (*fn)(void*, int64_t, int64_t);
+    void* ctx;
+  } chunks{begin, end, plan.per, fn, ctx};
+  auto one = [](void* c, int64_t i) {
+    const Chunks& s = *static_cast<const Chunks*>(c);
+    const int64_t b = s.begin + i * s.per;
+    s.fn(s.ctx, b, std::min(s.end, b + s.per));
+  };
+  if (!run_chunks_on_pool(plan.chunks, static_cast<int>(plan.threads), one, &chunks)) {
+#pragma omp parallel for num_threads(static_cast<int>(plan.threads)) schedule(dynamic, 1)
+    for (int64_t i = 0; i < plan.chunks; ++i) one(&chunks, i);
+  }
+}
+
 }  // namespace flambeau

@@ -103,8 +103,11 @@ def transcendental(M, x):
 def test_float32_polynomials_match_torch_over_a_wide_range():
     # exp, tanh and erfc are the kernels' own vectorisable polynomials in float32: checked from the tails
     # (exp near float32's largest value, gelu's tiny negative tail) to tiny arguments (tanh(x) ~ x).
+    # NaN and the infinities as eager and torch give them: the kernels are built without trapping math, which lets GCC
+    # vectorise the polynomials' NaN and range selects on AVX2 (as selects, not branches).
     tiny = np.geomspace(1e-30, 1e-2, 500)
-    values = np.concatenate([np.linspace(-87.0, 88.0, 20011), tiny, -tiny]).astype(np.float32)
+    special = [np.nan, np.inf, -np.inf, 89.5, -104.5, -1e30, 1e30]
+    values = np.concatenate([np.linspace(-87.0, 88.0, 20011), tiny, -tiny, special]).astype(np.float32)
     x = fb.tensor(values)
     compiled = fb.compile(lambda x: transcendental(fb, x))
     with fb.no_grad():
@@ -113,7 +116,7 @@ def test_float32_polynomials_match_torch_over_a_wide_range():
         eager = transcendental(fb, x)
     expected = transcendental(torch, torch.from_numpy(values))
     for out, e, t in zip(outs, eager, expected, strict=True):
-        np.testing.assert_allclose(out.numpy(), e.numpy(), rtol=1e-5, atol=1e-30)
+        np.testing.assert_allclose(out.numpy(), e.numpy(), rtol=1e-5, atol=1e-30)  # NaN where eager has NaN
         # torch's float32 gelu flushes to -0 below x = -5 (it computes 1 + erf(x / sqrt(2))), where the values
         # are ~1e-7, and both gelus' 1 + tanh (or erf) near -1 cancel to a few ulp of 1 times x
         np.testing.assert_allclose(out.numpy(), t.numpy(), rtol=3e-6, atol=3e-6)
@@ -647,6 +650,20 @@ def test_operands_of_an_add_share_one_stored_gradient_that_accumulates_apart():
     # The per-thread loop reads the arrays through __restrict locals (a pointer captured by reference is
     # reloaded every iteration, which kept the pool's copy of the loop from vectorising).
     assert "T* __restrict L_d0 = d0;" in bw.text and "L_d0[i] = D0;" in bw.text
+
+
+def test_a_fused_kernel_includes_only_light_headers():
+    # Parsing <cmath>, <algorithm> or <atomic> costs more than compiling the kernel (Note [Fused kernel]): a
+    # cold capture waits for its kernels' builds.
+    body = _cpp_kernel.loop_body(
+        ["const T t0 = fb_gelu(a0[i]) + fb_log(fb_fabs(a0[i]));", "o0[i] = t0;"], [], True, False
+    )
+    text, _ = _cpp_kernel.source(body, "const T* __restrict a0, T* __restrict o0, const double* __restrict c", "float")
+    includes = [line for line in text.splitlines() if line.startswith("#include")]
+    assert includes == ["#include <bit>", "#include <cstdint>", "#include <flambeau/parallel_chunks.h>",
+                        "#include <flambeau/abi.h>"]  # fmt: skip
+    code = "\n".join(line.split("//")[0] for line in text.splitlines())
+    assert "std::" not in code.replace("std::bit_cast", "")  # <bit> is light, <cmath> is not
 
 
 def test_restrict_locals_are_made_inside_the_per_thread_lambda_only():

@@ -28,24 +28,10 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
-#include "flambeau/macros.h"
+#include "flambeau/parallel_chunks.h"
 
 namespace flambeau {
-
-/// Threads used by kernels and by OpenBLAS.
-FB_API int get_num_threads();
-/// Sets both OpenMP's and OpenBLAS's thread count. ValueError if n < 1.
-FB_API void set_num_threads(int n);
-/// Default: CPUs in this process's affinity mask, capped by the cgroup CPU quota.
-FB_API int default_num_threads();
-FB_API bool in_parallel_region();
-
-/// Elementwise work below this many elements runs on one thread.
-inline constexpr int64_t kGrainSize = 32768;
 
 namespace detail {
 
@@ -76,12 +62,6 @@ inline ChunkPlan plan_chunks(int64_t n, int64_t grain, int64_t nthreads) {
 /// split, one chunk per thread on OpenMP, for comparisons and as an escape hatch.
 FB_API bool static_split();
 
-/// Runs fn(ctx, i) for every i in [0, chunks) on the calling thread and up to
-/// threads - 1 workers of the GEMM pool; false (having run nothing) when the
-/// pool is held by another thread, turned off (backends.cpu.gemm_pool) or the
-/// count is out of its range. fn must not throw.
-FB_API bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx);
-
 }  // namespace detail
 
 /// Calls f(b, e) on disjoint chunks covering [begin, end), on up to
@@ -91,9 +71,7 @@ FB_API bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, in
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (begin >= end) return;
-  const int64_t n = end - begin;
-  const detail::ChunkPlan plan = detail::plan_chunks(n, grain, get_num_threads());
-  if (plan.threads <= 1 || in_parallel_region()) {
+  if (detail::plan_chunks(end - begin, grain, get_num_threads()).threads <= 1 || in_parallel_region()) {
     f(begin, end);
     return;
   }
@@ -101,42 +79,17 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   // first one and rethrow it after the join.
   std::exception_ptr error;
   std::atomic<bool> failed{false};
-#ifdef _OPENMP
-  if (detail::static_split()) {
-#pragma omp parallel num_threads(static_cast<int>(plan.threads))
-    {
-      const int64_t nt = omp_get_num_threads(), chunk = (n + nt - 1) / nt;
-      const int64_t b = begin + omp_get_thread_num() * chunk, e = std::min(end, b + chunk);
-      try {
-        if (b < e) f(b, e);
-      } catch (...) {
-        if (!failed.exchange(true)) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
-    return;
-  }
-#endif
-  auto chunk = [&](int64_t i) {
+  auto part = [&](int64_t b, int64_t e) {
     if (failed.load(std::memory_order_relaxed)) return;
-    const int64_t b = begin + i * plan.per, e = std::min(end, b + plan.per);
     try {
       f(b, e);
     } catch (...) {
       if (!failed.exchange(true)) error = std::current_exception();
     }
   };
-  using Chunk = decltype(chunk);
-  if (!detail::run_chunks_on_pool(
-          plan.chunks, static_cast<int>(plan.threads),
-          [](void* c, int64_t i) { (*static_cast<Chunk*>(c))(i); }, &chunk)) {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(static_cast<int>(plan.threads)) schedule(dynamic, 1)
-    for (int64_t i = 0; i < plan.chunks; ++i) chunk(i);
-#else
-    for (int64_t i = 0; i < plan.chunks; ++i) chunk(i);
-#endif
-  }
+  using Part = decltype(part);
+  detail::parallel_for_chunks(
+      begin, end, grain, [](void* p, int64_t b, int64_t e) { (*static_cast<Part*>(p))(b, e); }, &part);
   if (error) std::rethrow_exception(error);
 }
 

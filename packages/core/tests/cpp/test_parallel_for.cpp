@@ -100,6 +100,50 @@ TEST_CASE("parallel_for: chunks cover the range begin..end exactly once") {
     }
 }
 
+TEST_CASE("parallel_for_chunks, the plain function generated kernels call, cuts as parallel_for does") {
+  struct Sink {
+    std::mutex mu;
+    Chunks chunks;
+  };
+  auto plain = [](int64_t begin, int64_t end, int64_t grain) {
+    Sink sink;
+    detail::parallel_for_chunks(
+        begin, end, grain,
+        [](void* p, int64_t b, int64_t e) {
+          Sink& s = *static_cast<Sink*>(p);
+          std::lock_guard<std::mutex> lock(s.mu);
+          s.chunks.emplace_back(b, e);
+        },
+        &sink);
+    std::sort(sink.chunks.begin(), sink.chunks.end());
+    return sink.chunks;
+  };
+  for (const char* schedule : kSchedules)
+    for (int threads : {1, 2, 3}) {
+      ScheduleScope sched(schedule);
+      ThreadsScope scope(threads);
+      for (int64_t n : {0, 1, 5, 4097, 100003})
+        for (int64_t grain : {0, 1, 64, 32768}) {
+          CAPTURE(schedule);
+          CAPTURE(threads);
+          CAPTURE(n);
+          CAPTURE(grain);
+          const Chunks c = plain(7, 7 + n, grain);
+          check_cover(c, 7, 7 + n);
+          CHECK(c == record(7, 7 + n, grain));
+        }
+    }
+  // Inside a parallel region: one serial chunk, as parallel_for.
+  ThreadsScope scope(2);
+  std::atomic<int> inner_chunks{0};
+  parallel_for(0, 2, 1, [&](int64_t, int64_t) {
+    detail::parallel_for_chunks(
+        0, 1 << 20, 1, [](void* p, int64_t, int64_t) { ++*static_cast<std::atomic<int>*>(p); },
+        &inner_chunks);
+  });
+  CHECK(inner_chunks.load() == 2);
+}
+
 TEST_CASE("parallel_for: chunk boundaries are the same on every run") {
   ThreadsScope scope(2);
   const Chunks first = record(0, 1 << 20, 4096);

@@ -9,15 +9,20 @@ computes the group's ops as a straight line of locals (``const T t2 = fb_gelu(t1
 values used after the group. The sizes (``n`` elements, ``inner`` for the last dimension) and the Python
 numbers of the ops (``x * 0.5``, ``clamp(x, 0, 6)``) are arguments, so another batch size or scale runs the
 same machine code; only an op's kind, the dtype, the inputs' broadcast classes and a ``pow`` exponent shape
-the text. The loop is a plain ``#pragma omp simd`` loop under core's ``parallel_for`` (threads above a grain
-of elements), compiled with ``-O3 -march=native``, no fast-math (NaN and infinities behave as in eager).
+the text. The loop is a plain ``#pragma omp simd`` loop under core's ``parallel_for`` schedule (threads above a
+grain of elements), compiled with ``-O3 -march=native -fno-trapping-math`` (see ``CFLAGS``), no fast-math (NaN
+and infinities behave as in eager).
 In float32, ``exp`` (and so ``sigmoid`` and ``silu``), ``tanh`` and ``erfc`` (``gelu``) are branch-free
 polynomials of the preamble, within a few ulp of the C library (``erfc``: core's fit, 2e-7 relative, on
 ``e = exp(-z^2)`` that gelu's derivative shares), so the whole loop vectorises; float64 calls the C
 library, as eager does, and ``log`` is the C library's in both.
 
-The source includes only ``<flambeau/parallel.h>`` and ``<flambeau/abi.h>`` (a third of the parse time of
-``<flambeau/extension.h>``) and carries the ABI marker itself, so ``cpp_extension.load`` checks it; the
+The source includes no heavy header, since parsing one costs more than compiling the kernel: ``<cstdint>``,
+``<bit>``, ``<flambeau/parallel_chunks.h>`` (core's thread pool as plain functions; ``flambeau/parallel.h``
+pulls in ``<algorithm>`` and ``<atomic>``, ~0.9 s of g++'s time) and ``<flambeau/abi.h>``; the C library's
+functions are GCC's builtins, which ``<cmath>``'s (0.3 s) are too (``std::exp(float)`` is
+``__builtin_expf``), so a fused kernel compiles in ~0.15 s instead of ~1.2 s. It carries the ABI marker
+itself, so ``cpp_extension.load`` checks it; the
 library is loaded with ``ctypes`` (no pybind11 module: a call costs well under a microsecond plus one
 ``data_ptr()`` per tensor). The build is ``cpp_extension.load``'s: cached on disk under a name made of the
 hash of the text, which holds the CPU's instruction-set flags in a comment (``-march=native`` means another
@@ -40,22 +45,19 @@ from typing import Any
 
 from . import _disk_cache
 
-CFLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno"]
+# -fno-trapping-math: the kernels never read floating-point exception flags; without it GCC keeps the
+# selects of the branch-free exp and tanh (NaN and range checks) as branches on AVX2 (no mask registers) and
+# the loop of any kernel with exp, tanh, sigmoid, silu or gelu stays scalar (core's vector kernels take the
+# same flag, packages/core/CMakeLists.txt).
+CFLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math"]
 
-# The head of a generated kernel that runs on core's thread pool without flambeau/parallel.h, which pulls in
-# <algorithm> and <atomic> (about 0.4 s of the 0.5 s a fused kernel takes to compile): <cstdint>, the ABI tag
-# and declarations of the three pool functions it calls (the batch norm relu and table kernels).
+# The head of every generated kernel (Note [Fused kernel]): <cstdint>, core's thread pool as plain functions
+# (run_chunks_on_pool for the batch norm relu and table kernels, parallel_for_chunks under fb_parallel_for) and
+# the ABI marker.
 LIGHT_POOL_PREAMBLE = r"""#include <cstdint>
 
+#include <flambeau/parallel_chunks.h>
 #include <flambeau/abi.h>
-
-namespace flambeau {
-int get_num_threads();
-bool in_parallel_region();
-namespace detail {
-bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx);
-}  // namespace detail
-}  // namespace flambeau
 
 namespace {
 [[gnu::used]] constexpr char kAbiMarker[] = "FLAMBEAU_ABI_TAG=" FLAMBEAU_ABI_TAG ";";
@@ -69,19 +71,34 @@ def light_pool_text(what: str, body: str) -> str:
     return f"// fb.compile {what}; isa: {isa()}\n{LIGHT_POOL_PREAMBLE}{body}"
 
 
-# abi.h after a standard header: the C++ library defines _GLIBCXX_USE_CXX11_ABI, which the tag reads.
-PREAMBLE = r"""#include <bit>
-#include <cmath>
-#include <cstdint>
-
-#include <flambeau/parallel.h>
-#include <flambeau/abi.h>
-
+PREAMBLE = (
+    "#include <bit>\n"
+    + LIGHT_POOL_PREAMBLE
+    + r"""
 namespace {
-[[gnu::used]] constexpr char kAbiMarker[] = "FLAMBEAU_ABI_TAG=" FLAMBEAU_ABI_TAG ";";
+// flambeau::parallel_for (flambeau/parallel.h) without its headers: the same schedule, through core's plain
+// function. A kernel's loop does not throw, so no exception is carried across the threads.
+template <class F> void fb_parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  flambeau::detail::parallel_for_chunks(
+      begin, end, grain, [](void* p, int64_t b, int64_t e) { (*static_cast<const F*>(p))(b, e); },
+      const_cast<void*>(static_cast<const void*>(&f)));
+}
 
-template <class T> [[gnu::always_inline]] inline T fb_exp(T a) { return std::exp(a); }
-template <class T> [[gnu::always_inline]] inline T fb_tanh(T a) { return std::tanh(a); }
+// The C library's functions as <cmath> gives them, without its parse time: GCC's builtins.
+#define FB_LIBM1(name) \
+  [[gnu::always_inline]] inline float fb_##name(float a) { return __builtin_##name##f(a); } \
+  [[gnu::always_inline]] inline double fb_##name(double a) { return __builtin_##name(a); }
+#define FB_LIBM2(name) \
+  [[gnu::always_inline]] inline float fb_##name(float a, float b) { return __builtin_##name##f(a, b); } \
+  [[gnu::always_inline]] inline double fb_##name(double a, double b) { return __builtin_##name(a, b); }
+FB_LIBM1(fabs) FB_LIBM1(sqrt) FB_LIBM1(log) FB_LIBM1(erfc) FB_LIBM2(pow) FB_LIBM2(copysign)
+#undef FB_LIBM1
+#undef FB_LIBM2
+[[gnu::always_inline]] inline double fb_libm_exp(double a) { return __builtin_exp(a); }
+[[gnu::always_inline]] inline double fb_libm_tanh(double a) { return __builtin_tanh(a); }
+
+template <class T> [[gnu::always_inline]] inline T fb_exp(T a) { return fb_libm_exp(a); }
+template <class T> [[gnu::always_inline]] inline T fb_tanh(T a) { return fb_libm_tanh(a); }
 
 // float32: branch-free (so the loop vectorises), within a few ulp of the C library. Core's vectorised
 // loops use the same Cephes polynomials (src/cpu/elementwise/loops.h), but that header is not installed.
@@ -107,14 +124,14 @@ template <> [[gnu::always_inline]] inline float fb_exp<float>(float x) {
 }
 // tanh: an odd polynomial below |x| = 0.625 (Cephes'), 1 - 2 / (e^{2|x|} + 1) with the sign above.
 template <> [[gnu::always_inline]] inline float fb_tanh<float>(float x) {
-  const float ax = std::fabs(x), z = x * x;
+  const float ax = fb_fabs(x), z = x * x;
   float p = -5.70498872745e-3f;
   p = p * z + 2.06390887954e-2f;
   p = p * z - 5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
   const float small = p * z * x + x;
-  const float big = std::copysign(1.0f - 2.0f / (fb_exp(2.0f * ax) + 1.0f), x);
+  const float big = fb_copysign(1.0f - 2.0f / (fb_exp(2.0f * ax) + 1.0f), x);
   return ax < 0.625f ? small : big;
 }
 
@@ -126,7 +143,7 @@ template <class T> inline T fb_silu(T a) { return a / (T(1) + fb_exp(-a)); }
 // per element). float32: t q(t) e with t = 1 / (1 + z / 2) and core's degree-10 fit q (relative error
 // below 2e-7; src/cpu/elementwise/vec_act_kernels.inc), evaluated by Estrin's scheme (a short dependency
 // chain); float64: the C library.
-template <class T> [[gnu::always_inline]] inline T fb_erfc_pos(T z, T) { return std::erfc(z); }
+template <class T> [[gnu::always_inline]] inline T fb_erfc_pos(T z, T) { return fb_erfc(z); }
 template <> [[gnu::always_inline]] inline float fb_erfc_pos<float>(float z, float e) {
   const float t = 1.0f / (1.0f + 0.5f * z);
   const float t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
@@ -145,7 +162,7 @@ template <class T> [[gnu::always_inline]] inline T fb_gelu_cdf(T a, T z, T e) {
   return a < T(0) ? T(0.5) * c : T(1) - T(0.5) * c;
 }
 template <class T> inline T fb_gelu(T a) {
-  const T z = std::fabs(a) * T(0.70710678118654752440);
+  const T z = fb_fabs(a) * T(0.70710678118654752440);
   return a * fb_gelu_cdf(a, z, fb_exp(-z * z));
 }
 template <class T> inline T fb_gelu_tanh(T a) {
@@ -166,7 +183,7 @@ template <class T> inline T fb_silu_grad(T g, T a) {
 }
 // Phi(a) + a phi(a), with z = |a| / sqrt(2), e = exp(-z^2) = sqrt(2 pi) phi(a).
 template <class T> inline T fb_gelu_grad(T g, T a) {
-  const T z = std::fabs(a) * T(0.70710678118654752440), e = fb_exp(-z * z);
+  const T z = fb_fabs(a) * T(0.70710678118654752440), e = fb_exp(-z * z);
   return g * (fb_gelu_cdf(a, z, e) + a * (e * T(0.39894228040143267794)));
 }
 template <class T> inline T fb_gelu_tanh_grad(T g, T a) {
@@ -178,6 +195,7 @@ template <class T> inline T fb_gelu_tanh_grad(T g, T a) {
 }
 }  // namespace
 """
+)
 
 
 @functools.cache
@@ -251,7 +269,7 @@ def loop_body(lines: list[str], hoisted: list[str], heavy: bool, rows: bool) -> 
         loop = f"#pragma omp simd\n    for (int64_t i = b; i < e; ++i) {{\n{inner_loop}    }}\n"
     body = "  const int64_t n = static_cast<int64_t>(c[0]), inner = static_cast<int64_t>(c[1]);\n"
     body += "".join(f"{line}\n" for line in hoisted)
-    body += f"  flambeau::parallel_for(0, n, {grain}, [&](int64_t b, int64_t e) {{\n{loop}  }});\n"
+    body += f"  fb_parallel_for(0, n, {grain}, [&](int64_t b, int64_t e) {{\n{loop}  }});\n"
     return body
 
 

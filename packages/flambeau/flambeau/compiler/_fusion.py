@@ -53,14 +53,14 @@ _CTYPE = {fc.float32: "float", fc.float64: "double"}
 _UNARY = {
     "neg": "-{0}",
     "exp": "fb_exp({0})",
-    "log": "std::log({0})",
+    "log": "fb_log({0})",
     "tanh": "fb_tanh({0})",
     "sigmoid": "fb_sigmoid({0})",
     "relu": "fb_relu({0})",
     "silu": "fb_silu({0})",
-    "abs": "std::abs({0})",
-    "sqrt": "std::sqrt({0})",
-    "rsqrt": "T(1) / std::sqrt({0})",
+    "abs": "fb_fabs({0})",
+    "sqrt": "fb_sqrt({0})",
+    "rsqrt": "T(1) / fb_sqrt({0})",
     "reciprocal": "T(1) / {0}",
     "square": "{0} * {0}",
 }
@@ -112,13 +112,13 @@ def _pow_grad(e: float) -> list[str | None]:
     """d/dx x**e = e * x**(e - 1) (0 for e = 0, as eager), by the forward's table where e - 1 is in it."""
     if e == 0.0:
         return ["T(0)"]
-    power = _POW.get(e - 1.0, f"std::pow({{0}}, T({e - 1.0!r}))")
+    power = _POW.get(e - 1.0, f"fb_pow({{0}}, T({e - 1.0!r}))")
     return [f"{{g}} * (T({e!r}) * ({power}))"]
 
 
 _TRANSCENDENTAL = {"exp", "log", "tanh", "sigmoid", "silu", "gelu", "pow"}
-_POW = {2.0: "{0} * {0}", 3.0: "{0} * {0} * {0}", 0.5: "std::sqrt({0})", 1.0: "{0}", -1.0: "T(1) / {0}",
-        -0.5: "T(1) / std::sqrt({0})", 0.0: "T(1)"}  # fmt: skip
+_POW = {2.0: "{0} * {0}", 3.0: "{0} * {0} * {0}", 0.5: "fb_sqrt({0})", 1.0: "{0}", -1.0: "T(1) / {0}",
+        -0.5: "T(1) / fb_sqrt({0})", 0.0: "T(1)"}  # fmt: skip
 _warned = False
 
 
@@ -177,7 +177,7 @@ def _parse_forward(node: Node) -> _Op | None:
         if len(args) != 2 or kw or not isinstance(args[0], Ref) or not _number(args[1]):
             return None
         e = float(args[1])
-        return _Op(_POW.get(e, f"std::pow({{0}}, T({e!r}))"), [args[0]], grads=_pow_grad(e))
+        return _Op(_POW.get(e, f"fb_pow({{0}}, T({e!r}))"), [args[0]], grads=_pow_grad(e))
     if name in ("clamp", "clamp_min", "clamp_max"):
         return _parse_clamp(name, args, kw)
     if name == "where":

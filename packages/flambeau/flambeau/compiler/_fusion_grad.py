@@ -286,7 +286,7 @@ def _reduce_body(lines: list[str], hoisted: list[str], reduced: dict[int, str], 
     body += f"  const int64_t L = {'inner' if rows else _CHUNK}, nrows = (n + L - 1) / L;\n"
     body += f"  const int64_t per = L >= {_BLOCK} ? 1 : {_BLOCK} / L, nblocks = (nrows + per - 1) / per;\n"
     body += "".join(f"{line}\n" for line in hoisted)
-    body += "  flambeau::parallel_for(0, nblocks, 1, [&](int64_t bb, int64_t be) {\n"
+    body += "  fb_parallel_for(0, nblocks, 1, [&](int64_t bb, int64_t be) {\n"
     body += "    for (int64_t blk = bb; blk < be; ++blk) {\n"
     for k in bias:
         body += f"      T* __restrict p{k} = d{k} + blk * inner;\n"
