@@ -1,12 +1,13 @@
 """Recurrent layers at sizes that cross the packed step GEMM's blocks (own_sgemm_packed in
-src/cpu/sgemm.h), against PyTorch.
+src/cpu/linalg/sgemm.h), against PyTorch.
 
-With AVX-512, float32 step GEMMs run against the hidden-to-hidden weight packed
-in panels of 64 columns and a kernel over blocks of up to 6 batch rows: these
-cases put the gate width (4H, 3H or H) across and between panel edges, the
-rows of a step across the 6-row blocks (also as a packed sequence whose steps
-have fewer and fewer rows), and the threads' row split. float64 takes the
-OpenBLAS path and is checked alike.
+With AVX2 or AVX-512, float32 step GEMMs run against the hidden-to-hidden weight
+packed in panels of 64 columns and a kernel over blocks of up to 6 batch rows (by
+16 columns on AVX2, a whole panel on AVX-512): these cases put the gate width
+(4H, 3H or H) across and between panel and slice edges, the rows of a step across
+the 6-row blocks (also as a packed sequence whose steps have fewer and fewer
+rows), and the threads' row split. float64 takes the OpenBLAS path and is
+checked alike.
 """
 
 from __future__ import annotations

@@ -2,16 +2,20 @@
 // directly, for what the Python tests cannot reach: accumulate (beta == 1) at
 // the entry, which conv's im2col path uses, alone and with depth chunks, and
 // the zero-depth cases. Reference: a double-precision triple loop. The kernel
-// runs on AVX-512 CPUs only; elsewhere each case says so and checks nothing.
+// runs on AVX-512 CPUs only; elsewhere each case says so and checks nothing. The
+// packed form (Note [Packed step GEMM]) has an AVX2 kernel too: each one the CPU has is run.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
-#include "cpu/linalg/sgemm.h"
 #include "cpu/elementwise/vec_table.h"
+#include "cpu/linalg/sgemm.h"
 
 namespace {
 
@@ -99,4 +103,80 @@ TEST_CASE("own sgemm: applies only where it is ahead of OpenBLAS") {
   CHECK_FALSE(own_sgemm_applies(4, 512, 512, 1.0f, 0.0f));    // too few rows
   CHECK_FALSE(own_sgemm_applies(512, 10, 512, 1.0f, 0.0f));   // too narrow
   CHECK_FALSE(own_sgemm_applies(64, 64, 64, 1.0f, 0.0f));     // too small
+}
+
+namespace {
+
+// One instruction set's packed GEMM (Note [Packed step GEMM]) against the double reference: op(B)
+// packed from b (b^T when tb) with padded row strides, then c = a @ B, c += a @ B and c = row + a @ B.
+void check_packed(const flambeau::cpu::PackedSgemm& impl, bool tb, int m, int n, int k) {
+  const int lda = k + 3, ldb = (tb ? k : n) + 5;
+  const auto a = random_values(static_cast<size_t>(m) * lda, 4);
+  const auto b = random_values(static_cast<size_t>(tb ? n : k) * ldb, 5);
+  const auto row = random_values(static_cast<size_t>(n), 6);
+  std::vector<float> packed(static_cast<size_t>(flambeau::cpu::own_sgemm_packed_size(k, n)), NAN);
+  impl.pack(tb, b.data(), ldb, k, n, packed.data());
+  const double tol = 4e-6 * std::sqrt(double(k)) * 8.0;
+  for (int mode = 0; mode < 3; ++mode) {  // plain, accumulate, row start
+    CAPTURE(mode);
+    const auto c0 = mode == 1 ? random_values(static_cast<size_t>(m) * n, 7)
+                              : std::vector<float>(static_cast<size_t>(m) * n, 0.0f);
+    std::vector<float> start = c0;
+    if (mode == 2)
+      for (int i = 0; i < m; ++i)
+        std::copy(row.begin(), row.end(), start.begin() + static_cast<ptrdiff_t>(i) * n);
+    const auto want = reference(false, tb, m, n, k, a, lda, b, ldb, start);
+    // c has two more columns than n, which must stay untouched (a masked tail store).
+    const int ldc = n + 2;
+    std::vector<float> c(static_cast<size_t>(m) * ldc, -7.0f);
+    for (int i = 0; i < m; ++i)
+      std::copy(c0.begin() + static_cast<ptrdiff_t>(i) * n, c0.begin() + static_cast<ptrdiff_t>(i + 1) * n,
+                c.begin() + static_cast<ptrdiff_t>(i) * ldc);
+    impl.run(m, n, k, a.data(), lda, packed.data(), c.data(), ldc, mode == 1,
+             mode == 2 ? row.data() : nullptr);
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        const double w = want[static_cast<size_t>(i) * n + j];
+        REQUIRE(std::abs(c[static_cast<size_t>(i) * ldc + j] - w) <= tol * (1.0 + std::abs(w)));
+      }
+      REQUIRE(c[static_cast<size_t>(i) * ldc + n] == -7.0f);
+      REQUIRE(c[static_cast<size_t>(i) * ldc + n + 1] == -7.0f);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("packed sgemm: each instruction set's kernel, every row count, panel tail and B form") {
+  using flambeau::cpu::Isa;
+  using Stub = flambeau::cpu::packed_sgemm_stub_type;
+  const std::pair<const char*, const flambeau::cpu::PackedSgemm*> impls[] = {
+      {"avx2", flambeau::cpu::hardware_isa() >= Isa::Avx2 ? Stub::avx2 : nullptr},
+      {"avx512", flambeau::cpu::hardware_isa() >= Isa::Avx512 ? Stub::avx512 : nullptr}};
+  int ran = 0;
+  for (const auto& [name, impl] : impls) {
+    if (!impl) {
+      MESSAGE("no " << name << " on this CPU: its packed GEMM is not run");
+      continue;
+    }
+    ++ran;
+    CAPTURE(name);
+    for (bool tb : {false, true})
+      for (auto [m, n, k] : {std::array<int, 3>{1, 1, 1},
+                             {5, 17, 3},
+                             {6, 64, 16},
+                             {7, 130, 33},
+                             {13, 200, 70},
+                             {20, 1024, 256},
+                             {10, 256, 1024}}) {
+        CAPTURE(tb);
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        check_packed(*impl, tb, m, n, k);
+      }
+  }
+  // The dispatch runs the widest of them the CPU has (capped by backends.cpu.max_cpu_capability).
+  CHECK(flambeau::cpu::packed_sgemm_available() == (flambeau::cpu::active_isa() >= Isa::Avx2));
+  if (ran == 0) MESSAGE("neither AVX2 nor AVX-512 here: no packed GEMM ran");
 }

@@ -118,7 +118,8 @@ const Table& table_of() {
 
 }  // namespace flambeau::cpu
 
-// In namespace flambeau::cpu. fn_type is a function pointer type.
+// In namespace flambeau::cpu. fn_type is a function pointer type (or a pointer to a
+// table of them, as packed_sgemm_stub in sgemm.h).
 #define FB_DECLARE_DISPATCH(fn_type, name)                                \
   struct name##_tag;                                                      \
   using name##_type = ::flambeau::cpu::DispatchStub<fn_type, name##_tag>; \

@@ -22,6 +22,20 @@ FB_REGISTER_NO_DISPATCH(own_sgemm_stub, avx2);
 
 bool own_sgemm_available() { return own_sgemm_stub.get() != nullptr; }
 
+FB_DEFINE_DISPATCH(packed_sgemm_stub);
+FB_REGISTER_NO_DISPATCH(packed_sgemm_stub, base);
+
+bool packed_sgemm_available() { return packed_sgemm_stub.get() != nullptr; }
+
+void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst) {
+  packed_sgemm_stub.get()->pack(tb, b, ldb, k, n, dst);
+}
+
+void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
+                      int64_t ldc, bool accumulate, const float* row_init) {
+  packed_sgemm_stub.get()->run(m, n, k, a, lda, packed, c, ldc, accumulate, row_init);
+}
+
 bool own_sgemm_applies(int m, int n, int k, float alpha, float beta) {
   return alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && m >= kMinRows && n >= kMinCols &&
          k >= kMinDepth && double(m) * double(n) * double(k) >= kMinMacs &&

@@ -1,5 +1,6 @@
 #pragma once
-// flambeau's own float32 GEMM for AVX-512 CPUs (sgemm_avx512.cpp).
+// flambeau's own float32 GEMM for AVX-512 CPUs (sgemm_avx512.cpp), and its packed
+// form for AVX-512 and AVX2 (Note [Packed step GEMM]).
 //
 // Note [Own sgemm]
 // blas_gemm() (gemm.h) sends a float32 call here instead of OpenBLAS when
@@ -55,12 +56,14 @@ using OwnSgemmFn = bool (*)(bool ta, bool tb, int m, int n, int k, const float* 
 /// The own GEMM exists for AVX-512 only: the stub's avx512 slot is own_sgemm (sgemm_avx512.cpp), the
 /// narrower ones are empty (Note [CPU capabilities] in dispatch_stub.h).
 FB_DECLARE_DISPATCH(OwnSgemmFn, own_sgemm_stub);
-/// Whether own_sgemm and own_sgemm_pack{,ed} may run now: an AVX-512 CPU, not capped below it.
+/// Whether own_sgemm may run now: an AVX-512 CPU, not capped below it.
 FB_API bool own_sgemm_available();
 
 // Note [Packed step GEMM] (rnn.cpp): the recurrent layers multiply a few
 // batch rows by the same hidden-to-hidden weight at every step, so they pack
-// it once per layer call and run each step on the packed copy.
+// it once per layer call and run each step on the packed copy. The packed
+// form has an AVX-512 kernel (sgemm_avx512.cpp) and an AVX2 one
+// (sgemm_packed_avx2.cpp), chosen at run time.
 
 /// Columns of op(B) per panel of the kernel (4 zmm) and of own_sgemm_pack's layout.
 inline constexpr int kOwnSgemmPanel = 64;
@@ -69,15 +72,27 @@ inline int64_t own_sgemm_packed_size(int64_t k, int64_t n) {
   return (n + kOwnSgemmPanel - 1) / kOwnSgemmPanel * kOwnSgemmPanel * k;
 }
 
+/// One instruction set's own_sgemm_pack and own_sgemm_packed.
+struct PackedSgemm {
+  void (*pack)(bool tb, const float* b, int64_t ldb, int k, int n, float* dst);
+  void (*run)(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c, int64_t ldc,
+              bool accumulate, const float* row_init);
+};
+/// Slots avx512 (sgemm_avx512.cpp) and avx2 (sgemm_packed_avx2.cpp); base is empty.
+FB_DECLARE_DISPATCH(const PackedSgemm*, packed_sgemm_stub);
+/// Whether own_sgemm_pack{,ed} may run now: an AVX2 or AVX-512 CPU, not capped below AVX2.
+FB_API bool packed_sgemm_available();
+
 /// Packs the whole of op(B) (k x n; b^T when tb, row stride ldb) into dst:
-/// panels of 64 columns, each k rows of 64 floats, zero-padded. AVX-512 only.
-void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst);
+/// panels of 64 columns, each k rows of 64 floats, zero-padded.
+/// Only where packed_sgemm_available().
+FB_API void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst);
 
 /// c (m x n, row stride ldc) = a (m x k, row stride lda) @ B, or += when
 /// accumulate, or row_init + a @ B (as own_sgemm), B as own_sgemm_pack left
 /// it. Runs on the calling thread; panels outer (each step has few rows: the
-/// packed copy is read once). AVX-512 only.
-void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
-                      int64_t ldc, bool accumulate, const float* row_init = nullptr);
+/// packed copy is read once). Only where packed_sgemm_available().
+FB_API void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
+                             int64_t ldc, bool accumulate, const float* row_init = nullptr);
 
 }  // namespace flambeau::cpu

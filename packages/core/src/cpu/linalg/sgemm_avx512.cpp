@@ -168,6 +168,26 @@ void pack_rows_transposed(const float* a, int64_t lda, int64_t r0, int rows, int
   }
 }
 
+void pack_all(bool tb, const float* b, int64_t ldb, int k, int n, float* dst) {
+  for (int p0 = 0; p0 < n; p0 += kPanel)
+    pack_panel(tb, b, ldb, p0, std::min(kPanel, n - p0), 0, k, dst + int64_t{p0} * k);
+}
+
+void run_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c, int64_t ldc,
+                bool accumulate, const float* row_init) {
+  if (row_init) accumulate = false;
+  for (int p0 = 0; p0 < n; p0 += kPanel) {
+    const float* panel = packed + int64_t{p0} * k;
+    const int cols = std::min(kPanel, n - p0);
+    for (int r0 = 0; r0 < m; r0 += kRows)
+      kKernels[(cols + 15) / 16][std::min(kRows, m - r0)](k, a + int64_t{r0} * lda, lda, 1, panel, kPanel,
+                                                          c + int64_t{r0} * ldc + p0, ldc, cols, accumulate,
+                                                          row_init ? row_init + p0 : nullptr);
+  }
+}
+
+constexpr PackedSgemm kPackedAvx512{&pack_all, &run_packed};
+
 }  // namespace
 
 bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
@@ -249,24 +269,7 @@ bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, c
   return true;
 }
 
-void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst) {
-  for (int p0 = 0; p0 < n; p0 += kPanel)
-    pack_panel(tb, b, ldb, p0, std::min(kPanel, n - p0), 0, k, dst + int64_t{p0} * k);
-}
-
-void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
-                      int64_t ldc, bool accumulate, const float* row_init) {
-  if (row_init) accumulate = false;
-  for (int p0 = 0; p0 < n; p0 += kPanel) {
-    const float* panel = packed + int64_t{p0} * k;
-    const int cols = std::min(kPanel, n - p0);
-    for (int r0 = 0; r0 < m; r0 += kRows)
-      kKernels[(cols + 15) / 16][std::min(kRows, m - r0)](k, a + int64_t{r0} * lda, lda, 1, panel, kPanel,
-                                                          c + int64_t{r0} * ldc + p0, ldc, cols, accumulate,
-                                                          row_init ? row_init + p0 : nullptr);
-  }
-}
-
 FB_REGISTER_DISPATCH(own_sgemm_stub, avx512, &own_sgemm);
+FB_REGISTER_DISPATCH(packed_sgemm_stub, avx512, &kPackedAvx512);
 
 }  // namespace flambeau::cpu

@@ -20,7 +20,7 @@
 // steps, with the h_prev rows gathered into one matrix.
 // Threads: the big GEMMs are split over flambeau's threads by gemm.h (Note
 // [GEMM threads]); small step GEMMs run on one thread each (Note [Serial step
-// GEMMs]; float32 with AVX-512: Note [Packed step GEMM]) with the batch rows
+// GEMMs]; float32 on AVX2 or AVX-512: Note [Packed step GEMM]) with the batch rows
 // split across flambeau's threads (Note [Batch rows across threads]). Otherwise the cell
 // updates run on the calling thread. A step's cell update costs O(B * G * H) against the GEMM's
 // O(B * G * H * H), and an OpenMP region per step between two OpenBLAS calls
@@ -106,11 +106,12 @@ T* scratch(int64_t n) {
 
 enum Mode : int64_t { kTanh = 0, kRelu = 1, kLstm = 2, kGru = 3 };
 
-// Note [Packed step GEMM]: with AVX-512 the float32 step GEMMs run against the
-// hidden-to-hidden weight packed once per layer call (own_sgemm_pack in
-// sgemm.h, the kernel of Note [Own sgemm]): OpenBLAS
-// would repack all of it on every step, for only the batch's few rows.
-bool use_packed_step_gemm() { return cpu::own_sgemm_available(); }
+// Note [Packed step GEMM]: on AVX2 and AVX-512 CPUs the float32 step GEMMs run
+// against the hidden-to-hidden weight packed once per layer call
+// (own_sgemm_pack in sgemm.h; the AVX-512 kernel is Note [Own sgemm]'s, the
+// AVX2 one a 6 x 16 kernel on the same layout): OpenBLAS would repack all of it
+// on every step, for only the batch's few rows.
+bool use_packed_step_gemm() { return cpu::packed_sgemm_available(); }
 
 const cpu::RnnKernelTable& rnn_kernels() { return cpu::rnn_kernels_stub.get()(); }
 
