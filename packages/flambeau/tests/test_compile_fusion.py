@@ -652,6 +652,60 @@ def test_operands_of_an_add_share_one_stored_gradient_that_accumulates_apart():
     assert "T* __restrict L_d0 = d0;" in bw.text and "L_d0[i] = D0;" in bw.text
 
 
+def test_a_fused_runs_agreement_is_recorded_and_reused_by_a_later_capture(monkeypatch):
+    # Note [Fused agreement records]: the first capture checks the fused run (forward, and backward under
+    # grad) against the eager ops and records the verdict; a later capture of the same shapes (a new process,
+    # here a reset compiler) takes the record and skips both checks, and still matches eager. With
+    # reuse_checks off every capture checks; a check that fails records nothing and leaves the ops unfused.
+    checks = []
+    real_fw, real_bw = _fusion._agrees, _fusion._grads_agree
+    monkeypatch.setattr(_fusion, "_agrees", lambda *a: checks.append("forward") or real_fw(*a))
+    monkeypatch.setattr(_fusion, "_grads_agree", lambda *a: checks.append("backward") or real_bw(*a))
+
+    def f(x, b):
+        return ((x * 0.5 + b).sigmoid() * x).sum()
+
+    def capture_and_compare(rows):
+        fb.manual_seed(3)
+        x, b = fb.randn(rows, 9, requires_grad=True), fb.randn(9)  # sizes no other test captures
+        compiled = fb.compile(f)
+        for _ in range(2):
+            x.grad = None
+            compiled(x, b).backward()
+        mine = x.grad.numpy().copy()
+        x.grad = None
+        f(x, b).backward()
+        np.testing.assert_allclose(mine, x.grad.numpy(), rtol=1e-6, atol=1e-7)
+        return len(groups(compiled)[0])
+
+    assert capture_and_compare(37) == 1
+    assert checks == ["forward", "backward"]
+    fb.compiler.reset()
+    assert capture_and_compare(37) == 1
+    assert checks == ["forward", "backward"]  # both verdicts came from the record
+
+    monkeypatch.setattr(fb.compiler.config, "reuse_checks", False)
+    fb.compiler.reset()
+    assert capture_and_compare(37) == 1
+    assert checks == ["forward", "backward"] * 2
+
+    monkeypatch.setattr(fb.compiler.config, "reuse_checks", True)
+
+    def disagrees(*_args):
+        checks.append("failed")
+        return False
+
+    monkeypatch.setattr(_fusion, "_grads_agree", disagrees)
+    monkeypatch.setattr(_fusion, "_warned", False)
+    fb.compiler.reset()
+    with pytest.warns(UserWarning, match="fused backward"):
+        assert capture_and_compare(41) == 0  # another shape: no record, the failing check decides
+    monkeypatch.setattr(_fusion, "_grads_agree", lambda *a: checks.append("backward") or real_bw(*a))
+    fb.compiler.reset()
+    assert capture_and_compare(41) == 1  # nothing was recorded for the failed check: this one checks
+    assert checks[-2:] == ["forward", "backward"]
+
+
 def test_a_fused_kernel_includes_only_light_headers():
     # Parsing <cmath>, <algorithm> or <atomic> costs more than compiling the kernel (Note [Fused kernel]): a
     # cold capture waits for its kernels' builds.

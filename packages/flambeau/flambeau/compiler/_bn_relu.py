@@ -243,10 +243,13 @@ def rewrite(bn: Any, tensor_of: Any) -> tuple[Any, tuple[Any, ...]] | None:
     except RuntimeError:
         return None
     sample = x[:2].contiguous()  # two images: the check's cost stays small
-    if not _agreed_before(name, sample, mom, eps):
+    from . import _checked
+
+    digest = _agreement_digest(name, sample, mom, eps)
+    if not _checked.agreed_before(digest):
         if not _agrees(kernel, sample, w, b, rm, rv, mom, eps):
             return None
-        _record_agreement(name, sample, mom, eps)
+        _checked.record_agreement(digest)
     return batch_norm_relu, (kernel, x_ref, w_ref, b_ref, rm_ref, rv_ref, mom, eps)
 
 
@@ -263,23 +266,7 @@ def rewrite(bn: Any, tensor_of: Any) -> tuple[Any, tuple[Any, ...]] | None:
 def _agreement_digest(name: str, sample: Tensor, mom: float, eps: float) -> str:
     from . import _checked
 
-    text = f"batch norm relu agrees|{_checked.environment()}|{name}|{tuple(sample.shape)}|{mom!r}|{eps!r}"
-    return hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
-
-
-def _agreed_before(name: str, sample: Tensor, mom: float, eps: float) -> bool:
-    from . import _checked
-    from ._compiled import config
-
-    return config.reuse_checks and _checked.lookup(_agreement_digest(name, sample, mom, eps))[0]
-
-
-def _record_agreement(name: str, sample: Tensor, mom: float, eps: float) -> None:
-    from . import _checked
-    from ._compiled import config
-
-    if config.reuse_checks:
-        _checked.store(_agreement_digest(name, sample, mom, eps), 1)
+    return _checked.agreement_digest("batch norm relu agrees", name, tuple(sample.shape), mom, eps)
 
 
 def _agrees(kernel: Any, x: Tensor, w: Tensor, b: Tensor, rm: Tensor, rv: Tensor, mom: float, eps: float) -> bool:

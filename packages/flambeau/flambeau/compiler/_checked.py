@@ -470,3 +470,28 @@ def opaque_reason(e: BaseException) -> str:
 
 
 __all__ = ["CallLog", "environment", "fingerprint", "lookup", "store", "opaque_reason"]
+
+
+# --------------------------------------------------------------------------- kernel agreement records
+# Note [Batch norm relu agreement records] (_bn_relu.py) and Note [Fused agreement records] (_fusion.py): a
+# generated kernel's passed check against its eager ops, kept in the same folder and format as the graph
+# records, under the environment and the check's own parts.
+def agreement_digest(kind: str, *parts: Any) -> str:
+    """The fingerprint of a ``kind`` check on ``parts`` (the kernel's name, shapes, numbers) here."""
+    text = "|".join([kind, environment(), *(repr(p) for p in parts)])
+    return hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
+
+
+def agreed_before(digest: str) -> bool:
+    """Whether a record of a passed check stands for this one (never with ``config.reuse_checks`` off)."""
+    from ._compiled import config
+
+    return config.reuse_checks and lookup(digest)[0]
+
+
+def record_agreement(digest: str) -> None:
+    """Records a passed check (nothing with ``config.reuse_checks`` off); never raises."""
+    from ._compiled import config
+
+    if config.reuse_checks:
+        store(digest, 1)

@@ -23,7 +23,8 @@ buffer) read by a group is checked for its captured shape, dtype and contiguity 
 ``.data =`` may replace it.
 
 At capture each group is built (or found in the cache) and run once on the recorded inputs against its
-eager ops (and, where an input requires grad, its backward against theirs); a build failure (no compiler)
+eager ops (and, where an input requires grad, its backward against theirs), unless a record of an earlier
+process's check stands for it (Note [Fused agreement records]); a build failure (no compiler)
 or a disagreement leaves the group's ops unfused, with a warning once per process.
 ``fb.compiler.config.fusion = False`` turns the pass off; ``fb.compiler.explain`` lists the fused groups.
 """
@@ -42,7 +43,7 @@ import flambeau_core as fc
 from flambeau_autograd._C import _current_dual_level
 from flambeau_core._C import _set_grad_enabled
 
-from . import _cpp_kernel
+from . import _checked, _cpp_kernel
 from ._fusion_grad import Backward, FusedElementwise, Plan, Step
 from ._graph import Graph, Node, Ref, same_kind
 from ._replay import Program
@@ -600,6 +601,22 @@ def _grads_agree(group: FusedGroup, tensors: list[Tensor]) -> bool:
     return n_mine == n_theirs and all(_close(a, b, tol) for a, b in zip(mine, theirs, strict=True))
 
 
+# Note [Fused agreement records]
+# At capture each fused run is checked against its eager ops (``_agrees``) and, under grad, its backward
+# against theirs (``_grads_agree``): on the benchmark ResNet-8 a third of a warm compile whose graph check a
+# record of an earlier process already stands for (Note [Checked captures] in ``_checked.py``). As for the
+# batch norm relu node (Note [Batch norm relu agreement records] in ``_bn_relu.py``), a passed check is
+# recorded under a fingerprint of what its verdict depends on besides the values: the environment of the
+# graph records (any rebuild or edit of flambeau's files voids it), the kernel (its name is the hash of its
+# text, which the backward's text derives from with the mask of inputs that require grad), the inputs'
+# shapes, strides and dtypes, and the ops' Python numbers; a later capture with the same fingerprint skips
+# the check. What a record cannot vouch for is the values (the check ran on the earlier process's);
+# ``config.reuse_checks`` off checks every time. A failed check records nothing.
+def _agreement_digest(fg: FusedGroup, tensors: list[Tensor], mask: tuple[bool, ...] | None) -> str:
+    inputs = [(tuple(t.shape), tuple(t.stride()), str(t.dtype)) for t in tensors]
+    return _checked.agreement_digest("fused run agrees", fg.name, mask, inputs, fg.numbers)
+
+
 def _warn(message: str) -> None:
     global _warned
     if not _warned:
@@ -632,19 +649,23 @@ def fuse(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Fusion | N
         except RuntimeError as e:
             _warn(f"[compile] a fused kernel could not be built, the eager ops run instead: {e}")
             continue
-        if not _agrees(fg, [tensor_of(r) for r in refs]):
-            _warn(f"[compile] the fused kernel of {', '.join(fg.ops)} disagrees with the eager ops; they run instead")
+        tensors = [tensor_of(r) for r in refs]
+        mask = tuple(t.requires_grad for t in tensors) if fg.grad and any(t.requires_grad for t in tensors) else None
+        if mask is not None and fg.backward_for(mask) is False:
             continue
-        if fg.grad and any(tensor_of(r).requires_grad for r in refs):
-            mask = tuple(tensor_of(r).requires_grad for r in refs)
-            if fg.backward_for(mask) is False:
+        digest = _agreement_digest(fg, tensors, mask)  # Note [Fused agreement records]
+        if not _checked.agreed_before(digest):
+            if not _agrees(fg, tensors):
+                ops = ", ".join(fg.ops)
+                _warn(f"[compile] the fused kernel of {ops} disagrees with the eager ops; they run instead")
                 continue
-            if not _grads_agree(fg, [tensor_of(r) for r in refs]):
+            if mask is not None and not _grads_agree(fg, tensors):
                 _warn(
                     f"[compile] the fused backward of {', '.join(fg.ops)} disagrees with the eager ops' gradients; "
                     "they run instead"
                 )
                 continue
+            _checked.record_agreement(digest)
         fused[group.nodes[-1]] = (fg, refs)
         members.update(group.nodes)
     if not fused:
