@@ -263,6 +263,7 @@ FAMILIES = {
     "conv_direct_stub": ("avx512",),
     "conv_direct_avx2_stub": ("avx2",),  # the AVX2 direct convolution (conv.cpp runs conv_direct_stub's first)
     "own_sgemm_stub": ("avx512",),
+    "packed_sgemm_stub": ("base", "avx2", "avx512"),  # the packed GEMM of the recurrent step (Note [Packed step GEMM])
     "bf16_tiles_stub": ("avx512",),  # the bfloat16 GEMM tiles (vdpbf16ps; AVX512-BF16 checked at the call)
     "bf16_pack_stub": ("avx512",),  # the bfloat16 GEMM's right-operand panels (16 x 16 word transposes)
     "bf16_amx_tiles_stub": ("avx512",),  # the bfloat16 GEMM tiles on AMX (AMX-BF16 checked at the call)

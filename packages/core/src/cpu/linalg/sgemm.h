@@ -78,20 +78,23 @@ struct PackedSgemm {
   void (*run)(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c, int64_t ldc,
               bool accumulate, const float* row_init);
 };
-/// Slots avx512 (sgemm_avx512.cpp) and avx2 (sgemm_packed_avx2.cpp); base is empty.
+/// Slots avx512 (sgemm_avx512.cpp), avx2 (sgemm_packed_avx2.cpp) and base (a plain loop, sgemm.cpp):
+/// every packed copy has the one layout, so any slot runs what any other packed.
 FB_DECLARE_DISPATCH(const PackedSgemm*, packed_sgemm_stub);
-/// Whether own_sgemm_pack{,ed} may run now: an AVX2 or AVX-512 CPU, not capped below AVX2.
+/// Whether a vector kernel runs own_sgemm_pack{,ed} now: an AVX2 or AVX-512 CPU, not capped below
+/// AVX2 (below, the base slot's plain loop still runs them correctly, slowly).
 FB_API bool packed_sgemm_available();
+/// The base slot's pack (sgemm.cpp), which the AVX2 slot shares (it has no transposes to speed up).
+void own_sgemm_pack_portable(bool tb, const float* b, int64_t ldb, int k, int n, float* dst);
 
 /// Packs the whole of op(B) (k x n; b^T when tb, row stride ldb) into dst:
 /// panels of 64 columns, each k rows of 64 floats, zero-padded.
-/// Only where packed_sgemm_available().
 FB_API void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst);
 
 /// c (m x n, row stride ldc) = a (m x k, row stride lda) @ B, or += when
 /// accumulate, or row_init + a @ B (as own_sgemm), B as own_sgemm_pack left
 /// it. Runs on the calling thread; panels outer (each step has few rows: the
-/// packed copy is read once). Only where packed_sgemm_available().
+/// packed copy is read once).
 FB_API void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
                              int64_t ldc, bool accumulate, const float* row_init = nullptr);
 

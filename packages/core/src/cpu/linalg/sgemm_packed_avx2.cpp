@@ -75,35 +75,6 @@ using KernelFn = void (*)(int, const float*, int64_t, const float*, float*, int6
 constexpr KernelFn kKernels[kRows + 1] = {nullptr,   kernel<1>, kernel<2>, kernel<3>,
                                           kernel<4>, kernel<5>, kernel<6>};
 
-void pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst) {
-  for (int p0 = 0; p0 < n; p0 += kPanel) {
-    const int cols = std::min(kPanel, n - p0);
-    float* panel = dst + int64_t{p0} * k;
-    if (!tb) {  // rows of op(B) are rows of b
-      for (int kk = 0; kk < k; ++kk) {
-        float* d = panel + int64_t{kk} * kPanel;
-        std::copy(b + kk * ldb + p0, b + kk * ldb + p0 + cols, d);
-        std::fill(d + cols, d + kPanel, 0.0f);
-      }
-      continue;
-    }
-    // op(B) = b^T: column p0 + j of op(B) is row p0 + j of b. Blocks of 16 k's: the block's 16 panel
-    // rows (4 KiB) stay in L1 while each of b's rows gives its 16 contiguous values.
-    for (int k0 = 0; k0 < k; k0 += 16) {
-      const int depth = std::min(16, k - k0);
-      for (int j = 0; j < kPanel; ++j) {
-        float* d = panel + int64_t{k0} * kPanel + j;
-        if (j >= cols) {
-          for (int kk = 0; kk < depth; ++kk) d[kk * kPanel] = 0.0f;
-          continue;
-        }
-        const float* s = b + (p0 + j) * ldb + k0;
-        for (int kk = 0; kk < depth; ++kk) d[kk * kPanel] = s[kk];
-      }
-    }
-  }
-}
-
 void packed(int m, int n, int k, const float* a, int64_t lda, const float* pk, float* c, int64_t ldc,
             bool accumulate, const float* row_init) {
   if (row_init) accumulate = false;
@@ -119,7 +90,7 @@ void packed(int m, int n, int k, const float* a, int64_t lda, const float* pk, f
   }
 }
 
-constexpr PackedSgemm kPackedAvx2{&pack, &packed};
+constexpr PackedSgemm kPackedAvx2{&own_sgemm_pack_portable, &packed};
 
 }  // namespace
 
