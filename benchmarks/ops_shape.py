@@ -68,6 +68,20 @@ def cases(fb, torch):
         out.append((label, lambda f=f, d=dim: fb.cat(f, d), lambda t=t, d=dim: torch.cat(t, d)))
 
     (a,), (ta,) = pairs((256, 512))
+    # Note [Transposed copy]: a transposed or permuted tensor made contiguous.
+    (w,), (tw,) = pairs((512, 512))
+    out.append(("t().contiguous() (512,512)", lambda: w.t().contiguous(), lambda: tw.t().contiguous()))
+    wb = fb.tensor(rng.standard_normal((784, 512)).astype(np.float32)).bfloat16()
+    twb = torch.from_numpy(np.array(memoryview(wb.float()))).bfloat16()
+    out.append(("t().contiguous() bf16 (784,512)", lambda: wb.t().contiguous(), lambda: twb.t().contiguous()))
+    (im,), (tim,) = pairs((32, 64, 16, 16))
+    out.append(
+        (
+            "permute(0,2,3,1).contiguous() (32,64,16,16)",
+            lambda: im.permute(0, 2, 3, 1).contiguous(),
+            lambda: tim.permute(0, 2, 3, 1).contiguous(),
+        )
+    )
     out.append(("flip (256,512) dims (0,1)", lambda: fb.flip(a, (0, 1)), lambda: torch.flip(ta, (0, 1))))
     out.append(("roll (256,512) 3 dim 1", lambda: fb.roll(a, 3, 1), lambda: torch.roll(ta, 3, 1)))
     out.append(("repeat (256,512) (2,2)", lambda: a.repeat(2, 2), lambda: ta.repeat(2, 2)))
