@@ -421,15 +421,15 @@ def test_linear_backward_matches_torch(n, i, o, dtype, device):
         np.testing.assert_array_less(np.abs(npy(g) - npy(e)), bound + np.finfo(dtype).tiny)
     # Each gradient only when asked: the others are undefined (None). Alone, a product is split over the
     # threads as gemm() splits it, in the full call each runs whole on one thread: the same bits where the
-    # GEMM's sums do not depend on the split (float32 on the own sgemm, Note [Own sgemm]; OpenBLAS's dgemm),
-    # within the summation bound where they may (OpenBLAS's sgemm, on a CPU without AVX-512).
-    own = dict(fc._C._dispatch_choices())["own_sgemm_stub"] == "avx512" and fc.backends.cpu.sgemm == "own"
+    # GEMM's sums do not depend on the split (OpenBLAS's dgemm), within the summation bound where they may
+    # (float32: a block narrower than the own sgemm's minimum goes to OpenBLAS's sgemm while the whole
+    # product runs on the own one, on an AVX-512 CPU; OpenBLAS's sgemm's own blocking elsewhere).
     for mask in [(True, False, False), (False, True, False), (False, False, True), (False, False, False)]:
         part = _C._linear_backward(fg, fx, fw, *mask)
         for asked, g, full, mag, terms in zip(mask, part, got, magnitudes, (o, n, n), strict=True):
             if not asked:
                 assert g is None
-            elif dtype == "float64" or own:
+            elif dtype == "float64":
                 np.testing.assert_array_equal(npy(g), npy(full))
             else:
                 bound = 2 * max(terms, 1) * np.finfo(dtype).eps * mag
