@@ -1,5 +1,5 @@
 """bfloat16 batch norm of 3+ dims (Note [Batch norm in bfloat16], norm_batch.cpp): the float32 loops on
-blocks widened in cache, each result rounded to bfloat16 once. Oracles: the float32 kernel on the same
+values widened as they are loaded, each result rounded to bfloat16 once. Oracles: the float32 kernel on the same
 (widened) values rounded once (the same arithmetic, so bit for bit), float64 computed from the same
 bfloat16 values (within one bfloat16 rounding plus float32 accumulation), and PyTorch 2.13's bfloat16
 batch norm (within bfloat16 tolerance). Training and evaluation, the backward, float32 and bfloat16
@@ -24,8 +24,8 @@ SHAPES = [
     (3, 5, 7),  # (N, C, L)
     (2, 3, 2, 3, 4),  # 3-D batch norm
     (1, 4, 1, 1),  # one value per channel and image
-    (2, 2, 128, 128),  # channels of 2^15 values: the most that are widened once for both passes
-    (2, 2, 130, 130),  # channels of 33,800 values: widened block by block in each pass
+    (2, 2, 128, 128),  # channels of 2^15 values
+    (2, 2, 130, 130),  # rows of 16,900 values: eight blocks and a part
 ]
 
 

@@ -63,16 +63,19 @@ struct NormFns {
   double (*row_dot)(const T* a, const T* b, int64_t n);
 };
 
-/// float32 row loops whose results are rounded to bfloat16 in the same pass (Note [Batch norm in
-/// bfloat16] in norm_batch.cpp): the arithmetic of NormFns<float>'s row_affine / row_bwd, each value
-/// rounded to nearest even (NaN kept a quiet NaN) as half_convert's f32_to_bf16 does, without the
-/// float32 row in between. Bit for bit the float32 loop's result rounded, but for the sign of a NaN that
-/// an invalid operation (inf - inf) makes: it comes from the operand order the compiler picks per loop.
+/// NormFns<float>'s row loops on bfloat16 tensors (Note [Batch norm in bfloat16] in norm_batch.cpp): each
+/// value widened to float32 in the loop (exactly), the float32 loop's arithmetic in its order, and each
+/// result rounded to nearest even (NaN kept a quiet NaN) as half_convert's f32_to_bf16 does, without a
+/// float32 row in between. Bit for bit the float32 loop on widened copies, rounded, but for the sign of
+/// a NaN that an invalid operation (inf - inf) makes: it comes from the operand order the compiler picks
+/// per loop.
 struct NormBf16Fns {
+  void (*row_moments)(const uint16_t* x, int64_t n, float pivot, double* s1, double* s2);
   /// y = bf16((x - m) * a + b).
-  void (*row_affine)(const float* x, uint16_t* y, int64_t n, float m, float a, float b);
+  void (*row_affine)(const uint16_t* x, uint16_t* y, int64_t n, float m, float a, float b);
+  void (*row_dot2)(const uint16_t* dy, const uint16_t* x, int64_t n, float m, double* sdy, double* sdyx);
   /// dx = bf16(dy * a + (x - m) * k2 + k3).
-  void (*row_bwd)(const float* dy, const float* x, uint16_t* dx, int64_t n, float a, float m, float k2,
+  void (*row_bwd)(const uint16_t* dy, const uint16_t* x, uint16_t* dx, int64_t n, float a, float m, float k2,
                   float k3);
 };
 
