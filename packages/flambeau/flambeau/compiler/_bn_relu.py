@@ -37,7 +37,7 @@ import flambeau_core as fc
 from flambeau_autograd import Function
 from flambeau_core._C import _set_grad_enabled
 
-from . import _cpp_kernel
+from . import _checked, _cpp_kernel
 
 Tensor = fc.Tensor
 
@@ -243,8 +243,6 @@ def rewrite(bn: Any, tensor_of: Any) -> tuple[Any, tuple[Any, ...]] | None:
     except RuntimeError:
         return None
     sample = x[:2].contiguous()  # two images: the check's cost stays small
-    from . import _checked
-
     digest = _agreement_digest(name, sample, mom, eps)
     if not _checked.agreed_before(digest):
         if not _agrees(kernel, sample, w, b, rm, rv, mom, eps):
@@ -264,8 +262,6 @@ def rewrite(bn: Any, tensor_of: Any) -> tuple[Any, tuple[Any, ...]] | None:
 # the check; as with the graph records, what a record cannot vouch for is the values (the check ran on the
 # earlier process's). ``config.reuse_checks`` off checks every time.
 def _agreement_digest(name: str, sample: Tensor, mom: float, eps: float) -> str:
-    from . import _checked
-
     return _checked.agreement_digest("batch norm relu agrees", name, tuple(sample.shape), mom, eps)
 
 

@@ -469,9 +469,6 @@ def opaque_reason(e: BaseException) -> str:
     return str(e) if isinstance(e, _Opaque) else f"{type(e).__name__}: {e}"
 
 
-__all__ = ["CallLog", "environment", "fingerprint", "lookup", "store", "opaque_reason"]
-
-
 # --------------------------------------------------------------------------- kernel agreement records
 # Note [Batch norm relu agreement records] (_bn_relu.py) and Note [Fused agreement records] (_fusion.py): a
 # generated kernel's passed check against its eager ops, kept in the same folder and format as the graph
@@ -495,3 +492,16 @@ def record_agreement(digest: str) -> None:
 
     if config.reuse_checks:
         store(digest, 1)
+
+
+__all__ = [
+    "CallLog",
+    "environment",
+    "fingerprint",
+    "lookup",
+    "store",
+    "opaque_reason",
+    "agreement_digest",
+    "agreed_before",
+    "record_agreement",
+]
