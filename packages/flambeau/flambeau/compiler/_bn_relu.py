@@ -66,9 +66,11 @@ struct Pair {
   T u, v;
 };
 
-// s1 and s2 += the sums over i < n of the two terms f(i) gives, as core sums a row.
+// s1 and s2 += the sums over i < n of the two terms f(i) gives, as core sums a row. f comes by value and holds
+// its pointers by value: a closure reached through a reference (or holding references) stays in memory that the
+// reduction's lanes might alias, and GCC then loads each element with a gather.
 template <class F>
-inline void row_sums(int64_t n, const F& f, double& s1, double& s2) {
+inline void row_sums(int64_t n, F f, double& s1, double& s2) {
   double a1 = 0, a2 = 0;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = b + kBlock < n ? b + kBlock : n;
@@ -92,7 +94,7 @@ void forward(const Args& a, int64_t ch) {
   double s1 = 0, s2 = 0;
   for (int64_t n = 0; n < N; ++n) {
     const T* __restrict p = a.x + (n * C + ch) * HW;
-    row_sums(HW, [&](int64_t i) {
+    row_sums(HW, [p, pivot](int64_t i) {
       const T d = p[i] - pivot;
       return Pair{d, d * d};
     }, s1, s2);
@@ -124,7 +126,7 @@ void backward(const Args& a, int64_t ch) {
   for (int64_t n = 0; n < N; ++n) {
     const T* __restrict p = a.x + (n * C + ch) * HW;
     const T* __restrict gp = a.g + (n * C + ch) * HW;
-    row_sums(HW, [&](int64_t i) {
+    row_sums(HW, [p, gp, mean, scale, shift](int64_t i) {
       const T y = (p[i] - mean) * scale + shift;  // the forward's expression: the same elements pass
       const T gm = y <= 0 ? T(0) : gp[i];
       return Pair{gm, gm * (p[i] - mean)};
