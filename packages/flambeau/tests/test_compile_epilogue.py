@@ -645,12 +645,13 @@ def test_batch_norm_relu_kernel_reads_its_rows_as_vectors():
     from flambeau.compiler import _bn_relu
 
     _, name = _bn_relu._kernel_named()
-    with open("/proc/self/maps") as maps:
+    with open("/proc/self/maps") as maps:  # (an earlier test may have loaded another build of the same text)
         paths = {line.split()[-1] for line in maps if name in line}
-    assert len(paths) == 1, paths
-    code = subprocess.run([objdump, "-d", paths.pop()], capture_output=True, text=True, check=True).stdout
-    assert "gather" not in code
-    assert "vfmadd" in code or "fmul" in code or "mulps" in code  # the sums are vector arithmetic
+    assert paths
+    for path in paths:
+        code = subprocess.run([objdump, "-d", path], capture_output=True, text=True, check=True).stdout
+        assert "gather" not in code, path
+        assert "vfmadd" in code or "mulps" in code, path  # the sums are vector arithmetic
 
 
 def test_batch_norm_relu_agreement_is_recorded_and_reused_by_a_later_capture(monkeypatch):

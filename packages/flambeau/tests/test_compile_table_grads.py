@@ -245,9 +245,12 @@ def test_a_table_read_twice_or_a_lookup_returned_is_not_reused(case):
     assert ".forward(" not in got._last.program.source
 
 
-def test_the_setting_is_part_of_a_checked_capture_record():
-    """A record of a check replay passed with the tables' reuse on does not stand for one with it off (a
-    batch size of this test's own: no earlier test of the module left a record of its graph)."""
+def test_the_setting_is_part_of_a_checked_capture_record(tmp_path, monkeypatch):
+    """A record of a check replay passed with the tables' reuse on does not stand for one with it off. The
+    records go to a disk cache of the test's own: no earlier test, nor an earlier run of this one in the same
+    environment, left a record of its graph (with the shared cache a second run found one at the first
+    capture)."""
+    monkeypatch.setenv("FLAMBEAU_EXTENSIONS_DIR", str(tmp_path / "ext"))
     checks = []
     for reuse in (True, True, False, False):
         fb.compiler.reset()
