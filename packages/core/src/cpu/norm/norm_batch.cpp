@@ -26,11 +26,11 @@
 #include <initializer_list>
 #include <vector>
 
-#include "cpu/elementwise/half_convert.h"
 #include "cpu/linalg/gemm_pool.h"
 #include "cpu/low_precision.h"
 #include "cpu/write_out.h"
 #include "flambeau/error.h"
+#include "flambeau/half.h"
 #include "flambeau/memory_format.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"

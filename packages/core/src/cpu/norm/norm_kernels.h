@@ -70,9 +70,11 @@ struct NormFns {
 /// a NaN that an invalid operation (inf - inf) makes: it comes from the operand order the compiler picks
 /// per loop.
 struct NormBf16Fns {
+  /// s1 += sum(x - pivot), s2 += sum((x - pivot)^2) over a row.
   void (*row_moments)(const uint16_t* x, int64_t n, float pivot, double* s1, double* s2);
   /// y = bf16((x - m) * a + b).
   void (*row_affine)(const uint16_t* x, uint16_t* y, int64_t n, float m, float a, float b);
+  /// sdy += sum(dy), sdyx += sum(dy * (x - m)) over a row.
   void (*row_dot2)(const uint16_t* dy, const uint16_t* x, int64_t n, float m, double* sdy, double* sdyx);
   /// dx = bf16(dy * a + (x - m) * k2 + k3).
   void (*row_bwd)(const uint16_t* dy, const uint16_t* x, uint16_t* dx, int64_t n, float a, float m, float k2,
